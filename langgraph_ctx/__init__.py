@@ -1,0 +1,1 @@
+"""langgraph-ctx: keep long-running LangGraph agents inside their context window."""

@@ -1,0 +1,67 @@
+"""One error tree for the package.
+
+Two branches, split by whose fault it is:
+
+- :class:`ConfigurationError` — you called it wrong (a bad setting, a filter
+  naming a node the graph lacks, a middleware added after wiring). Raised at
+  construction or wiring time, before anything runs.
+- :class:`ContextRunError` — this run failed (a middleware raised, a budget
+  cannot be met). Raised while a graph runs.
+
+Every error carries the data that explains it as attributes, not only in the
+message, so callers can react without parsing text.
+"""
+
+from __future__ import annotations
+
+
+class ContextError(Exception):
+    """Base class of every error raised by langgraph-ctx."""
+
+
+class ConfigurationError(ContextError, ValueError):
+    """A setting or a wiring step is invalid. Nothing was changed.
+
+    ``field`` names the offending setting (or node, or middleware).
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class ContextRunError(ContextError, RuntimeError):
+    """Something failed while a graph was running."""
+
+
+class MiddlewareError(ContextRunError):
+    """A middleware raised. The original exception is ``__cause__``."""
+
+    def __init__(self, middleware: str, node: str, cause: BaseException) -> None:
+        super().__init__(
+            f"middleware {middleware!r} failed on node {node!r}: {type(cause).__name__}: {cause}"
+        )
+        self.middleware = middleware
+        self.node = node
+
+
+class NextCalledTwiceError(ContextRunError):
+    """A middleware called ``next`` more than once in one call."""
+
+    def __init__(self, middleware: str, node: str) -> None:
+        super().__init__(f"middleware {middleware!r} called next() twice on node {node!r}")
+        self.middleware = middleware
+        self.node = node
+
+
+class BudgetExceededError(ContextRunError):
+    """The prompt cannot be made to fit the window, even after compression.
+
+    Raised only where a caller asked for hard enforcement; the default is to
+    record an event and let the call proceed, never to drop pinned content.
+    """
+
+    def __init__(self, needed: int, available: int, reason: str) -> None:
+        super().__init__(f"prompt needs {needed} tokens, {available} available: {reason}")
+        self.needed = needed
+        self.available = available

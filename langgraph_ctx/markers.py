@@ -1,0 +1,48 @@
+"""Marks that langgraph-ctx puts on messages, kept in ``additional_kwargs``.
+
+LangChain's own middleware marks messages the same way (``lc_source``), and
+provider adapters do not forward unknown ``additional_kwargs`` keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from langchain_core.messages import BaseMessage
+
+KEY = "lgctx"
+SUMMARY_PREFIX = "[Conversation Summary]"
+RECALL_PREFIX = "[Recalled Memory]"
+
+M = TypeVar("M", bound=BaseMessage)
+
+
+def _marks(message: BaseMessage) -> dict[str, Any]:
+    value = message.additional_kwargs.get(KEY)
+    return value if isinstance(value, dict) else {}
+
+
+def pin(message: M) -> M:
+    """Mark ``message`` so that compression never touches it. Returns it."""
+    message.additional_kwargs[KEY] = {**_marks(message), "pinned": True}
+    return message
+
+
+def is_pinned(message: BaseMessage) -> bool:
+    return bool(_marks(message).get("pinned"))
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is a compression summary."""
+    return "summary" in _marks(message)
+
+
+def summary_info(message: BaseMessage) -> dict[str, Any] | None:
+    """``{"seq": int, "through": last message id covered, ...}`` for a summary."""
+    info = _marks(message).get("summary")
+    return info if isinstance(info, dict) else None
+
+
+def is_ephemeral(message: BaseMessage) -> bool:
+    """Whether ``message`` was injected for one call only (recall, thought)."""
+    return bool(_marks(message).get("ephemeral"))

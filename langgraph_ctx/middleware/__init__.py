@@ -1,0 +1,5 @@
+"""Built-in middleware, one per module."""
+
+from langgraph_ctx.middleware.preflight import PreflightCheck
+
+__all__ = ["PreflightCheck"]

@@ -1,0 +1,137 @@
+"""Pre-flight check: measure the pending prompt before every LLM call.
+
+It counts each component (system, messages, bound tools, auxiliary), applies
+the session's calibration, rebalances the allocations, and writes the
+:class:`~langgraph_ctx.budget.UsageReport` to ``ctx.usage`` for the layers
+after it. It appends the utilization to the ledger and the custom stream.
+After the call, it learns calibration from the provider's reported usage.
+
+Cost per call is O(new messages): the message total comes from the session's
+incremental cache; only leading system messages and the (cached) tool
+schemas are looked at on every call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from langgraph_ctx.budget import Component, UsageReport, measure
+from langgraph_ctx.markers import is_summary
+from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+
+
+class PreflightCheck(Middleware):
+    """Measures the prompt against the budget before the node calls its model."""
+
+    name = "preflight"
+    priority = 10
+    default_nodes = ("call_llm", "think")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._tool_tokens: dict[tuple[str, int], int] = {}
+        self._prompt_tokens: dict[str, int] = {}
+
+    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+        report = self.check(view, ctx)
+        result = next(view)
+        self.observe(result, ctx, report)
+        return result
+
+    async def acall(
+        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
+    ) -> Any:
+        report = self.check(view, ctx)
+        result = await next(view)
+        self.observe(result, ctx, report)
+        return result
+
+    def check(self, view: View, ctx: CallContext) -> UsageReport:
+        """Measure ``view``, write ``ctx.usage`` and record the utilization."""
+        raw = self.count(view, ctx)
+        calibration = ctx.session.calibration
+        used: dict[Component, int] = {c: calibration.apply(n) for c, n in raw.items()}
+        report = measure(
+            ctx.budget, used, calibration=calibration.ratio, raw_total=sum(raw.values())
+        )
+        ctx.usage = report
+        ctx.record(
+            "utilization",
+            {
+                **report.as_dict(),
+                "messages_count": len(view.get("messages") or ()),
+                "calibration_samples": calibration.samples,
+            },
+        )
+        return report
+
+    def count(self, view: View, ctx: CallContext) -> dict[Component, int]:
+        """Raw token counts per component (before calibration)."""
+        messages: list[BaseMessage] = view.get("messages") or []
+        session = ctx.session
+        with session.lock:
+            history = session.cache.total(messages)
+            in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
+        prompt = self._prompt(ctx) if ctx.pipeline.system_prompt else 0
+        tools = sum(self._tool(t, ctx) for t in ctx.tools)
+        aux = 0
+        for key in ("thoughts", "artifacts"):
+            value = view.get(key)
+            if value:
+                aux += ctx.counter.count_text(json.dumps(value, default=str))
+        return {
+            "system": in_state + prompt,
+            "messages": history - in_state,
+            "tools": tools,
+            "auxiliary": aux,
+        }
+
+    def observe(self, result: Any, ctx: CallContext, report: UsageReport) -> None:
+        """Learn calibration from the usage the provider reported, if any."""
+        for message in _ai_messages(result):
+            usage = message.usage_metadata
+            if usage and usage.get("input_tokens"):
+                ctx.session.calibration.observe(report.raw_total, usage["input_tokens"])
+                entry = ctx.events[0] if ctx.events else None
+                if entry is not None and entry["kind"] == "utilization":
+                    entry["data"]["actual_input"] = usage["input_tokens"]
+                    entry["data"]["output_tokens"] = usage.get("output_tokens", 0)
+                return
+
+    def _prompt(self, ctx: CallContext) -> int:
+        prompt = ctx.pipeline.system_prompt or ""
+        if prompt not in self._prompt_tokens:
+            self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
+        return self._prompt_tokens[prompt]
+
+    def _tool(self, tool: Any, ctx: CallContext) -> int:
+        name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", "")
+        key = (str(name), id(tool))
+        if key not in self._tool_tokens:
+            self._tool_tokens[key] = ctx.counter.count_tool(tool)
+        return self._tool_tokens[key]
+
+
+def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:
+    for m in messages:
+        if m.type != "system" or is_summary(m):
+            return
+        yield m
+
+
+def _ai_messages(result: Any) -> Iterator[AIMessage]:
+    if isinstance(result, AIMessage):
+        yield result
+    elif isinstance(result, Command):
+        yield from _ai_messages(result.update)
+    elif isinstance(result, dict):
+        yield from _ai_messages(result.get("messages"))
+    elif isinstance(result, (list, tuple)):
+        for item in result:
+            yield from _ai_messages(item)
