@@ -1,1 +1,69 @@
-"""langgraph-ctx: keep long-running LangGraph agents inside their context window."""
+"""langgraph-ctx: keep long-running LangGraph agents inside their context window.
+
+The public API. Everything importable from here is listed in ``__all__``
+(a test keeps the two in step); everything else is private.
+"""
+
+from langgraph_ctx.budget import Budget, UsageReport, Zones, rebalance
+from langgraph_ctx.errors import (
+    BudgetExceededError,
+    ConfigurationError,
+    ContextError,
+    ContextRunError,
+    MiddlewareError,
+    NextCalledTwiceError,
+)
+from langgraph_ctx.markers import is_pinned, is_summary, pin
+from langgraph_ctx.middleware import PreflightCheck
+from langgraph_ctx.nodes import call_llm_node
+from langgraph_ctx.pipeline import (
+    CallContext,
+    Middleware,
+    PersistentUpdate,
+    Pipeline,
+    View,
+    as_middleware,
+    current_context,
+)
+from langgraph_ctx.state import ArtifactRef, ContextState, LedgerEntry, ledger_reducer
+from langgraph_ctx.tokens import (
+    Calibration,
+    MessageTokenCache,
+    TokenCounter,
+    estimate_tokens,
+    load_encoding,
+)
+
+__all__ = [
+    "ArtifactRef",
+    "Budget",
+    "BudgetExceededError",
+    "Calibration",
+    "CallContext",
+    "ConfigurationError",
+    "ContextError",
+    "ContextRunError",
+    "ContextState",
+    "LedgerEntry",
+    "MessageTokenCache",
+    "Middleware",
+    "MiddlewareError",
+    "NextCalledTwiceError",
+    "PersistentUpdate",
+    "Pipeline",
+    "PreflightCheck",
+    "TokenCounter",
+    "UsageReport",
+    "View",
+    "Zones",
+    "as_middleware",
+    "call_llm_node",
+    "current_context",
+    "estimate_tokens",
+    "is_pinned",
+    "is_summary",
+    "ledger_reducer",
+    "load_encoding",
+    "pin",
+    "rebalance",
+]

@@ -185,7 +185,7 @@ class FunctionMiddleware(Middleware):
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def middleware(
+def as_middleware(
     *, priority: int = DEFAULT_PRIORITY, nodes: Sequence[str] | None = None, name: str | None = None
 ) -> Callable[[Callable[..., Any]], FunctionMiddleware]:
     """Decorate ``fn(view, config, ctx, next)`` to make it a middleware."""

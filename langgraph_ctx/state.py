@@ -25,8 +25,10 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
-LEDGER_SIZE = 256
-"""Entries kept in ``context_ledger`` by the default reducer."""
+LEDGER_SIZE = 64
+"""Entries kept in ``context_ledger`` by the default reducer. Small on purpose:
+the ledger is rewritten into every checkpoint, so its size is paid per step.
+The full record of events goes to the custom stream and the event table."""
 
 
 class LedgerEntry(TypedDict):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import psycopg
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
@@ -36,7 +37,7 @@ def test_postgres_saver_roundtrip(postgres_db: str) -> None:
             "versions_seen": {},
             "updated_channels": ["messages"],
         }
-        config = {"configurable": {"thread_id": "smoke", "checkpoint_ns": ""}}
+        config: RunnableConfig = {"configurable": {"thread_id": "smoke", "checkpoint_ns": ""}}
         saved = saver.put(config, checkpoint, {"source": "input", "step": 1}, {"messages": 1})
         assert saved["configurable"]["checkpoint_id"] == checkpoint["id"]
 

@@ -1,0 +1,179 @@
+"""A scripted chat model: the only stand-in for an LLM, shared by tests and the demo.
+
+It replies from a script (messages, strings, or functions of what it was
+sent), supports ``bind_tools`` and ``with_structured_output``, reports
+``usage_metadata`` counted with a real tokenizer, and records every call so a
+test can assert exactly what the model received::
+
+    model = ScriptedChatModel(responses=["hello", AIMessage("", tool_calls=[...])])
+    graph.invoke(...)
+    assert "secret" not in model.calls[0].text
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.tokens import TokenCounter
+
+Reply = AIMessage | str | Callable[[Sequence[BaseMessage]], AIMessage | str]
+StructuredReply = Any  # a dict, a pydantic instance, or a function of the messages
+
+
+class ScriptExhaustedError(ContextRunError):
+    """The scripted model was called more times than it has replies."""
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One call the model received."""
+
+    messages: tuple[BaseMessage, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    """Bound tool schemas, in OpenAI function format."""
+    structured: str | None = None
+    """The schema name, for ``with_structured_output`` calls."""
+    text: str = field(default="", compare=False)
+    """Every message's content joined: handy for ``in`` assertions."""
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """A chat model that answers from a script and records what it was sent.
+
+    ``responses`` are used in order; once they run out, ``default`` (if set) is
+    used for every further call, else :class:`ScriptExhaustedError` is raised.
+    ``usage_scale`` multiplies the reported input tokens, to play a provider
+    that counts differently from us (calibration tests).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    responses: list[Any] = Field(default_factory=list)
+    structured_responses: list[Any] = Field(default_factory=list)
+    default: Any = None
+    structured_default: Any = None
+    usage_scale: float = 1.0
+    report_usage: bool = True
+    model_name: str = "scripted"
+
+    _calls: list[ModelCall] = PrivateAttr(default_factory=list)
+    _cursor: int = PrivateAttr(default=0)
+    _structured_cursor: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _counter: TokenCounter = PrivateAttr(default_factory=TokenCounter)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    @property
+    def calls(self) -> list[ModelCall]:
+        """Every call so far, in order (including structured-output calls)."""
+        return list(self._calls)
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        schemas = [t if _is_openai_tool(t) else convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=schemas, **kwargs)
+
+    def with_structured_output(
+        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, Any]:
+        name = getattr(schema, "__name__", None) or str(schema.get("title", "schema"))
+
+        def answer(value: LanguageModelInput) -> Any:
+            messages = self._convert_input(value).to_messages()
+            self._record(messages, (), structured=name)
+            with self._lock:
+                if self._structured_cursor < len(self.structured_responses):
+                    reply = self.structured_responses[self._structured_cursor]
+                    self._structured_cursor += 1
+                elif self.structured_default is not None:
+                    reply = self.structured_default
+                else:
+                    raise ScriptExhaustedError(
+                        f"scripted model has no structured reply left for call "
+                        f"{self._structured_cursor + 1} ({name})"
+                    )
+            if callable(reply) and not isinstance(reply, type):
+                reply = reply(messages)
+            if isinstance(schema, type) and issubclass(schema, BaseModel):
+                return reply if isinstance(reply, schema) else schema.model_validate(reply)
+            return reply
+
+        return RunnableLambda(answer, name=f"scripted_structured_{name}")
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tools = tuple(kwargs.get("tools") or ())
+        self._record(messages, tools)
+        with self._lock:
+            if self._cursor < len(self.responses):
+                reply = self.responses[self._cursor]
+                self._cursor += 1
+            elif self.default is not None:
+                reply = self.default
+            else:
+                raise ScriptExhaustedError(
+                    f"scripted model has no reply left for call {self._cursor + 1}; "
+                    f"give it more responses or a default"
+                )
+        if callable(reply) and not isinstance(reply, AIMessage):
+            reply = reply(messages)
+        message = AIMessage(reply) if isinstance(reply, str) else reply.model_copy(deep=True)
+        if self.report_usage:
+            message.usage_metadata = self._usage(messages, tools, message)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _record(
+        self,
+        messages: Sequence[BaseMessage],
+        tools: Sequence[dict[str, Any]],
+        structured: str | None = None,
+    ) -> None:
+        text = "\n".join(m.text for m in messages)
+        call = ModelCall(
+            messages=tuple(messages), tools=tuple(tools), structured=structured, text=text
+        )
+        with self._lock:
+            self._calls.append(call)
+
+    def _usage(
+        self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], reply: AIMessage
+    ) -> Any:
+        prompt = self._counter.count_messages(messages) + sum(
+            self._counter.count_tool(t) for t in tools
+        )
+        input_tokens = round(prompt * self.usage_scale)
+        output_tokens = self._counter.count_message(reply)
+        return {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        }
+
+
+def _is_openai_tool(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("type") == "function" and "function" in tool

@@ -1,0 +1,142 @@
+"""Pre-flight: the usage report, the ledger, the stream, calibration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+
+from langgraph_ctx import (
+    Budget,
+    ContextState,
+    Pipeline,
+    PreflightCheck,
+    TokenCounter,
+    UsageReport,
+    View,
+    as_middleware,
+    call_llm_node,
+)
+from langgraph_ctx.testing import ScriptedChatModel
+
+COUNTER = TokenCounter()
+
+
+@tool
+def lookup_order(order_id: str, include_history: bool = False) -> str:
+    """Look up an order by its id and return status, amount and shipping address."""
+    return "{}"
+
+
+def graph_with(model: ScriptedChatModel, *, window: int = 8_000, later: list[Any] | None = None,
+               system_prompt: str | None = None, saver: Any = None) -> Any:
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model, system_prompt=system_prompt))
+    builder.add_edge(START, "call_llm")
+    pipeline = Pipeline([PreflightCheck(), *(later or [])], budget=Budget.for_window(window),
+                        tools=[lookup_order], system_prompt=system_prompt)
+    return pipeline.attach(builder).compile(checkpointer=saver or InMemorySaver())
+
+
+def reports_seen() -> tuple[list[UsageReport], Any]:
+    seen: list[UsageReport] = []
+
+    @as_middleware(priority=50)
+    def spy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        seen.append(ctx.usage)  # later middleware reads what pre-flight wrote
+        return next(view)
+
+    return seen, spy
+
+
+def test_report_measures_every_component() -> None:
+    seen, spy = reports_seen()
+    model = ScriptedChatModel(default="ok", report_usage=False)
+    graph = graph_with(model, later=[spy], system_prompt="You are a careful auditor.")
+    msgs = [SystemMessage("Policy: never refund twice.", id="s"),
+            HumanMessage("Where is order ORD-1?", id="h")]
+    graph.invoke({"messages": msgs, "thoughts": [{"hypothesis": "user wants status"}]},
+                 {"configurable": {"thread_id": "a"}})
+    (report,) = seen
+    assert report.used["system"] == (COUNTER.count_message(msgs[0])
+                                     + COUNTER.count_text("You are a careful auditor."))
+    assert report.used["messages"] == COUNTER.count_message(msgs[1])
+    assert report.used["tools"] == COUNTER.count_tool(lookup_order) > 20
+    assert report.used["auxiliary"] > 0
+    assert report.total == sum(report.used.values())
+    assert report.utilization == report.total / 8_000
+    assert report.zone == "green"
+
+
+def test_red_zone_and_rebalanced_allocation() -> None:
+    seen, spy = reports_seen()
+    graph = graph_with(ScriptedChatModel(default="ok"), window=4_000, later=[spy])
+    big = HumanMessage("audit line item 42 amount $1,234.56 " * 400, id="big")
+    graph.invoke({"messages": [big]}, {"configurable": {"thread_id": "b"}})
+    (report,) = seen
+    assert report.zone == "red"
+    assert "messages" in report.over  # still over after borrowing every surplus
+    budget = Budget.for_window(4_000)
+    assert report.allocation["messages"] > budget.messages  # it borrowed
+    assert sum(report.allocation.values()) == budget.allocated_total
+
+
+def test_ledger_and_custom_stream_get_one_entry_per_call() -> None:
+    graph = graph_with(ScriptedChatModel(default="ok"))
+    config: Any = {"configurable": {"thread_id": "c"}}
+    events = [c["langgraph_ctx"] for c in graph.stream(
+        {"messages": [HumanMessage("hi")]}, config, stream_mode="custom")]
+    graph.invoke({"messages": [HumanMessage("again")]}, config)
+    ledger = graph.get_state(config).values["context_ledger"]
+    assert [e["kind"] for e in events] == ["utilization"]
+    assert [e["kind"] for e in ledger] == ["utilization", "utilization"]
+    assert [e["seq"] for e in ledger] == [0, 1]
+    assert ledger[1]["data"]["total"] > ledger[0]["data"]["total"]
+    assert ledger[0]["data"]["actual_input"] > 0  # the provider's count, recorded after the call
+
+
+def test_calibration_learns_from_usage_and_survives_resume() -> None:
+    seen, spy = reports_seen()
+    model = ScriptedChatModel(default="ok", usage_scale=1.5)  # the provider counts 1.5x ours
+    saver = InMemorySaver()
+    config: Any = {"configurable": {"thread_id": "d"}}
+    graph = graph_with(model, later=[spy], saver=saver)
+    for i in range(3):
+        graph.invoke({"messages": [HumanMessage(f"question {i} " * 20)]}, config)
+    assert seen[0].calibration == 1.0
+    last = seen[-1]
+    assert 1.3 <= last.calibration <= 1.7
+    assert last.total > last.raw_total  # estimates are scaled up
+
+    # A new process (new pipeline, empty caches) resumes the thread from its checkpoint.
+    seen2, spy2 = reports_seen()
+    graph2 = graph_with(ScriptedChatModel(default="ok", usage_scale=1.5), later=[spy2], saver=saver)
+    graph2.invoke({"messages": [HumanMessage("after restart")]}, config)
+    assert 1.3 <= seen2[0].calibration <= 1.7
+
+
+def test_async_path_writes_the_same_report() -> None:
+    import asyncio
+
+    seen, spy = reports_seen()
+    graph = graph_with(ScriptedChatModel(default=AIMessage("ok")), later=[spy])
+    asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "e"}}))
+    assert seen[0].used["messages"] == COUNTER.count_message(HumanMessage("hi"))
+
+
+def test_long_session_recounts_nothing_old() -> None:
+    model = ScriptedChatModel(default="ok")
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    pipeline = Pipeline([PreflightCheck()], budget=Budget())
+    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "f"}}
+    for i in range(40):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}")]}, config)
+    session = next(iter(pipeline._sessions.values()))
+    # 40 user + 40 assistant messages, each tokenized once, however long the history grew.
+    assert session.cache.counted <= 80 + 1

@@ -1,0 +1,292 @@
+"""The middleware pipeline: ordering, filters, short-circuit, persistence, sync/async, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from langgraph_ctx import (
+    ConfigurationError,
+    ContextRunError,
+    ContextState,
+    Middleware,
+    MiddlewareError,
+    NextCalledTwiceError,
+    Pipeline,
+    PreflightCheck,
+    View,
+    as_middleware,
+    current_context,
+)
+
+CONFIG: Any = {"configurable": {"thread_id": "t1"}}
+
+
+class Recorder(Middleware):
+    """Records before/after around next(), sync and async alike."""
+
+    def __init__(self, log: list[str], tag: str, **kwargs: Any) -> None:
+        super().__init__(name=tag, **kwargs)
+        self.log = log
+
+    def __call__(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+        self.log.append(f"{self.name}>{ctx.node}")
+        result = next(view)
+        self.log.append(f"<{self.name}")
+        return result
+
+    async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+        self.log.append(f"{self.name}>{ctx.node}")
+        result = await next(view)
+        self.log.append(f"<{self.name}")
+        return result
+
+
+def two_node_graph(log: list[str]) -> StateGraph[Any, Any, Any, Any]:
+    def first(state: ContextState) -> dict[str, Any]:
+        log.append("node:first")
+        return {"messages": [AIMessage("from first")]}
+
+    async def second(state: ContextState) -> dict[str, Any]:
+        log.append("node:second")
+        return {"messages": [AIMessage("from second")]}
+
+    def second_sync(state: ContextState) -> dict[str, Any]:
+        log.append("node:second")
+        return {"messages": [AIMessage("from second")]}
+
+    from langgraph._internal._runnable import RunnableCallable
+
+    builder = StateGraph(ContextState)
+    builder.add_node("first", first)
+    builder.add_node("second", RunnableCallable(second_sync, second))
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    return builder
+
+
+def ordered_pipeline(log: list[str]) -> Pipeline:
+    # Registered out of order on purpose: priority decides, then registration.
+    return Pipeline(
+        [
+            Recorder(log, "late", priority=90),
+            Recorder(log, "early", priority=5),
+            Recorder(log, "tie-a", priority=50),
+            Recorder(log, "only-second", priority=1, nodes=["second"]),
+            Recorder(log, "tie-b", priority=50),
+        ]
+    )
+
+
+EXPECTED = [
+    "early>first", "tie-a>first", "tie-b>first", "late>first",
+    "node:first",
+    "<late", "<tie-b", "<tie-a", "<early",
+    "only-second>second", "early>second", "tie-a>second", "tie-b>second", "late>second",
+    "node:second",
+    "<late", "<tie-b", "<tie-a", "<early", "<only-second",
+]  # fmt: skip
+
+
+def test_full_execution_order_with_priorities_ties_and_filters() -> None:
+    log: list[str] = []
+    graph = ordered_pipeline(log).attach(two_node_graph(log)).compile()
+    graph.invoke({"messages": [HumanMessage("hi")]})
+    assert log == EXPECTED
+
+
+def test_same_order_under_ainvoke() -> None:
+    log: list[str] = []
+    graph = ordered_pipeline(log).attach(two_node_graph(log)).compile()
+    asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}))
+    assert log == EXPECTED
+
+
+def test_same_order_under_stream() -> None:
+    log: list[str] = []
+    graph = ordered_pipeline(log).attach(two_node_graph(log)).compile()
+    chunks = list(graph.stream({"messages": [HumanMessage("hi")]}, stream_mode="updates"))
+    assert log == EXPECTED
+    assert [next(iter(c)) for c in chunks] == ["first", "second"]
+
+
+def test_sync_only_middleware_runs_under_ainvoke() -> None:
+    log: list[str] = []
+
+    @as_middleware(priority=1)
+    def sync_only(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        log.append(f"sync>{ctx.node}")
+        return next(view)
+
+    graph = Pipeline([sync_only]).attach(two_node_graph(log)).compile()
+    out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}))
+    assert log == ["sync>first", "node:first", "sync>second", "node:second"]
+    assert [m.content for m in out["messages"]] == ["hi", "from first", "from second"]
+
+
+def test_async_only_middleware_fails_clearly_under_invoke() -> None:
+    @as_middleware()
+    async def async_only(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        return await next(view)
+
+    graph = Pipeline([async_only]).attach(two_node_graph([])).compile()
+    with pytest.raises(ContextRunError, match="async-only"):
+        graph.invoke({"messages": [HumanMessage("hi")]})
+    out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}))
+    assert len(out["messages"]) == 3
+
+
+def test_short_circuit_skips_later_layers_and_the_node() -> None:
+    log: list[str] = []
+
+    @as_middleware(priority=1, nodes=["first"])
+    def cache_hit(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        return {"messages": [AIMessage("cached answer")]}
+
+    pipeline = Pipeline([cache_hit, Recorder(log, "after", priority=2)])
+    graph = pipeline.attach(two_node_graph(log)).compile()
+    out = graph.invoke({"messages": [HumanMessage("hi")]})
+    assert "node:first" not in log and "after>first" not in log
+    assert [m.content for m in out["messages"]] == ["hi", "cached answer", "from second"]
+
+
+def test_persistent_updates_reach_the_checkpoint_ephemeral_views_do_not() -> None:
+    seen: list[list[str]] = []
+
+    def agent(state: ContextState) -> dict[str, Any]:
+        seen.append([str(m.content) for m in state["messages"]])
+        return {"messages": [AIMessage("answer")]}
+
+    @as_middleware()
+    def inject(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        ctx.persist("inject", session={"injected_calls": 1})
+        block = SystemMessage("[Recalled Memory] the user likes tea", id="recall-1")
+        return next(view.replace(messages=[block, *view["messages"]]))
+
+    builder = StateGraph(ContextState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    saver = InMemorySaver()
+    graph = Pipeline([inject]).attach(builder).compile(checkpointer=saver)
+    graph.invoke({"messages": [HumanMessage("hello")]}, CONFIG)
+
+    assert seen == [["[Recalled Memory] the user likes tea", "hello"]]
+    saved = saver.get_tuple(CONFIG)
+    assert saved is not None
+    values = saved.checkpoint["channel_values"]
+    assert [m.content for m in values["messages"]] == ["hello", "answer"]
+    assert values["session"] == {"injected_calls": 1}
+
+
+def test_persistent_update_is_dropped_when_the_node_fails() -> None:
+    def agent(state: ContextState) -> dict[str, Any]:
+        raise ValueError("node broke")
+
+    @as_middleware()
+    def persist(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        ctx.persist("persist", session={"should_not": "land"})
+        return next(view)
+
+    builder = StateGraph(ContextState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    saver = InMemorySaver()
+    graph = Pipeline([persist]).attach(builder).compile(checkpointer=saver)
+    with pytest.raises(ValueError, match="node broke"):  # the node's error, not wrapped
+        graph.invoke({"messages": [HumanMessage("x")]}, CONFIG)
+    assert "should_not" not in graph.get_state(CONFIG).values.get("session", {})
+
+
+def test_middleware_exception_names_the_middleware() -> None:
+    @as_middleware(name="flaky")
+    def flaky(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        raise KeyError("boom")
+
+    graph = Pipeline([flaky, Recorder([], "outer", priority=1)]).attach(two_node_graph([])).compile()
+    with pytest.raises(MiddlewareError, match="'flaky' failed on node 'first'") as info:
+        graph.invoke({"messages": [HumanMessage("x")]})
+    assert info.value.middleware == "flaky"
+    assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_calling_next_twice_is_an_error() -> None:
+    @as_middleware(name="greedy")
+    def greedy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        next(view)
+        return next(view)
+
+    graph = Pipeline([greedy]).attach(two_node_graph([])).compile()
+    with pytest.raises(NextCalledTwiceError, match="'greedy' called next"):
+        graph.invoke({"messages": [HumanMessage("x")]})
+
+
+def test_filter_naming_a_missing_node_fails_at_wiring() -> None:
+    pipeline = Pipeline([Recorder([], "r", nodes=["first", "nope"])])
+    builder = two_node_graph([])
+    before = dict(builder.nodes)
+    with pytest.raises(ConfigurationError, match=r"\['nope'\]") as info:
+        pipeline.attach(builder)
+    assert info.value.field == "r.nodes"
+    assert builder.nodes == before  # nothing wrapped
+
+
+def test_default_filter_needs_one_existing_node() -> None:
+    builder = two_node_graph([])
+    with pytest.raises(ConfigurationError, match="pass nodes="):
+        Pipeline([PreflightCheck()]).attach(builder)
+
+
+def test_use_after_attach_raises() -> None:
+    pipeline = Pipeline()
+    pipeline.attach(two_node_graph([]))
+    with pytest.raises(ConfigurationError, match="already attached"):
+        pipeline.use(Recorder([], "late"))
+
+
+def test_nodes_without_middleware_are_left_alone() -> None:
+    builder = two_node_graph([])
+    original = builder.nodes["first"].runnable
+    Pipeline([Recorder([], "r", nodes=["second"])]).attach(builder)
+    assert builder.nodes["first"].runnable is original
+    assert builder.nodes["second"].runnable is not original
+
+
+def test_node_reads_the_call_context() -> None:
+    seen: dict[str, Any] = {}
+
+    def agent(state: ContextState) -> dict[str, Any]:
+        ctx = current_context()
+        assert ctx is not None
+        seen.update(node=ctx.node, note=ctx.annotations.get("note"), thread=ctx.thread_id)
+        return {}
+
+    @as_middleware()
+    def annotate(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        ctx.annotations["note"] = "from middleware"
+        return next(view)
+
+    builder = StateGraph(ContextState)
+    builder.add_node("agent", agent)
+    builder.add_edge(START, "agent")
+    Pipeline([annotate]).attach(builder).compile(checkpointer=InMemorySaver()).invoke(
+        {"messages": [HumanMessage("x")]}, CONFIG
+    )
+    assert seen == {"node": "agent", "note": "from middleware", "thread": "t1"}
+    assert current_context() is None
+
+
+def test_post_processing_sees_and_changes_the_node_result() -> None:
+    @as_middleware()
+    def shout(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        result = next(view)
+        return {"messages": [AIMessage(str(m.content).upper()) for m in result["messages"]]}
+
+    graph = Pipeline([shout], ).attach(two_node_graph([])).compile()
+    out = graph.invoke({"messages": [HumanMessage("x")]})
+    assert [m.content for m in out["messages"]] == ["x", "FROM FIRST", "FROM SECOND"]

@@ -1,0 +1,143 @@
+"""Token accounting: estimator, tiktoken, the per-message cache, calibration."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langgraph_ctx import Calibration, MessageTokenCache, TokenCounter, estimate_tokens
+from langgraph_ctx import tokens as tokens_module
+
+ENGLISH = (
+    "The quarterly report shows revenue of $4.2M, up 12% from last year. Please summarise the "
+    "key decisions for the board meeting on Thursday, and keep the vendor list short. "
+) * 8
+JSON_ROWS = json.dumps(
+    [{"order_id": f"ORD-{i:05d}", "amount": 12.5 * i, "status": "shipped", "customer": "Ana Ruiz"}
+     for i in range(20)]
+)
+CODE = "def total(rows: list[dict]) -> float:\n    return sum(r['amount'] for r in rows if r)\n" * 10
+CJK = "我们的季度报告显示收入为四百二十万美元，比去年增长百分之十二。请为周四的董事会会议总结关键决定。" * 5
+
+
+@pytest.fixture(scope="module")
+def exact() -> TokenCounter:
+    counter = TokenCounter("cl100k_base")
+    assert counter.exact, "the bundled cl100k_base must load offline"
+    return counter
+
+
+@pytest.mark.parametrize(("text", "tolerance"),
+                         [(ENGLISH, 0.15), (JSON_ROWS, 0.40), (CODE, 0.25), (CJK, 0.15)])
+def test_estimator_against_tiktoken(exact: TokenCounter, text: str, tolerance: float) -> None:
+    truth = exact.count_text(text)
+    assert abs(estimate_tokens(text) - truth) / truth <= tolerance
+
+
+def test_cjk_is_not_undercounted_like_chars_over_4(exact: TokenCounter) -> None:
+    truth = exact.count_text(CJK)
+    assert math.ceil(len(CJK) / 4) < 0.4 * truth  # the naive rule is off by more than half
+    assert estimate_tokens(CJK) >= 0.85 * truth
+
+
+def test_code_uses_the_smaller_k() -> None:
+    assert estimate_tokens(CODE) == math.ceil(len(CODE) / 3.2)
+    prose = "word " * 100
+    assert estimate_tokens(prose) == math.ceil(len(prose) / 3.8)
+
+
+def test_fallback_to_estimator_logs_once(caplog: pytest.LogCaptureFixture,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens_module.TokenCounter, "_warned", False)
+    with caplog.at_level(logging.WARNING, logger="langgraph_ctx.tokens"):
+        first = TokenCounter("no_such_encoding")
+        TokenCounter("no_such_encoding")
+    assert not first.exact
+    assert first.count_text(ENGLISH) == estimate_tokens(ENGLISH)
+    assert len([r for r in caplog.records if "estimated" in r.getMessage()]) == 1
+
+
+def test_tool_calls_are_counted(exact: TokenCounter) -> None:
+    bare = AIMessage("")
+    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"order_id": "ORD-00042"},
+                                      "id": "c1"}])
+    assert exact.count_message(call) > exact.count_message(bare) + 5
+
+
+def history(n: int) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for i in range(n):
+        out.append(HumanMessage(f"question {i} about invoice INV-{i:04d}", id=f"h{i}"))
+        out.append(AIMessage(f"answer {i}: the total was ${i * 3.5:.2f}", id=f"a{i}"))
+    return out
+
+
+def test_cache_counts_only_new_messages(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    msgs = history(500)
+    assert cache.total(msgs) == exact.count_messages(msgs)
+    assert cache.counted == 1000
+    for i in range(10):
+        msgs = [*msgs, HumanMessage(f"more {i}", id=f"m{i}")]  # a new list, as LangGraph makes
+        assert cache.total(msgs) == exact.count_messages(msgs)
+    assert cache.counted == 1010  # one tokenization per new message, none for the old 1,000
+
+
+def test_cache_survives_removal_and_fresh_objects_without_retokenizing(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    msgs = history(100)
+    cache.total(msgs)
+    trimmed = msgs[:10] + msgs[50:]  # a removal in the middle
+    assert cache.total(trimmed) == exact.count_messages(trimmed)
+    resumed = [m.model_copy() for m in msgs]  # a resumed session: same ids, new objects
+    assert cache.total(resumed) == exact.count_messages(resumed)
+    assert cache.counted == 200
+
+
+edit = st.one_of(
+    st.tuples(st.just("append"), st.text(max_size=40)),
+    st.tuples(st.just("remove"), st.integers(0, 50)),
+    st.tuples(st.just("replace"), st.integers(0, 50), st.text(max_size=40)),
+    st.tuples(st.just("copy_all"),),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(edit, max_size=25))
+def test_cached_total_always_equals_a_fresh_count(ops: list[tuple]) -> None:  # type: ignore[type-arg]
+    counter = TokenCounter("cl100k_base")
+    cache = MessageTokenCache(counter)
+    msgs: list[BaseMessage] = list(history(3))
+    serial = 0
+    for op in ops:
+        serial += 1
+        if op[0] == "append":
+            msgs = [*msgs, HumanMessage(op[1], id=f"n{serial}")]
+        elif op[0] == "remove" and msgs:
+            msgs = [m for i, m in enumerate(msgs) if i != op[1] % len(msgs)]
+        elif op[0] == "replace" and msgs:
+            i = op[1] % len(msgs)
+            # add_messages semantics: same id, new content, new object, same place
+            msgs = [*msgs[:i], ToolMessage(op[2] + "!" * (i + 1), tool_call_id="x",
+                                           id=msgs[i].id), *msgs[i + 1:]]
+        elif op[0] == "copy_all":
+            msgs = [m.model_copy() for m in msgs]
+        assert cache.total(msgs) == counter.count_messages(msgs)
+
+
+def test_calibration_learns_the_provider_ratio() -> None:
+    cal = Calibration()
+    assert cal.apply(1000) == 1000
+    cal.observe(estimated=1000, actual=1200)
+    assert cal.apply(1000) == 1200
+    for _ in range(30):
+        cal.observe(estimated=1000, actual=1500)
+    assert 1480 <= cal.apply(1000) <= 1500
+    cal.observe(estimated=1000, actual=10**9)  # one absurd report cannot wreck the budget
+    assert cal.ratio <= 4.0
