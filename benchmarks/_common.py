@@ -49,10 +49,11 @@ def median_us(samples_ns: list[int]) -> float:
     return statistics.median(samples_ns) / 1000
 
 
-def table(head: list[str], rows: list[list[str]]) -> list[str]:
-    """A markdown table; every column but the first is right-aligned."""
-    align = ["---"] + ["---:"] * (len(head) - 1)
-    lines = [head, align, *rows]
+def table(head: list[str], rows: list[list[str]], left: int | str = 1) -> list[str]:
+    """A markdown table. ``left``: how many leading columns are left-aligned (the
+    rest right-aligned), or a string of ``l``/``r`` per column."""
+    spec = left if isinstance(left, str) else "l" * left + "r" * (len(head) - left)
+    lines = [head, ["---" if a == "l" else "---:" for a in spec], *rows]
     return ["| " + " | ".join(cells) + " |" for cells in lines]
 
 

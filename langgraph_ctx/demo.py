@@ -124,8 +124,9 @@ def run_demo(
         config: Any = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
         values = graph.get_state(config).values
         done = int((values.get("session") or {}).get("demo_turns", 0))
-        report = DemoReport(thread_id=thread_id, turns_done=done, turns_total=turns,
-                            resumed_at=done)
+        report = DemoReport(
+            thread_id=thread_id, turns_done=done, turns_total=turns, resumed_at=done
+        )
         for turn in workload.turns[done:]:
             if stop_after is not None and report.turns_done - report.resumed_at >= stop_after:
                 break
@@ -156,7 +157,9 @@ class ProgressBar:
     def __call__(self, done: int, total: int, utilization: float, zone: str) -> None:
         filled = self.width * done // max(total, 1)
         bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {done}/{total} turns  utilization {utilization:.2f} ({zone})  ")
+        self.stream.write(
+            f"\r[{bar}] {done}/{total} turns  utilization {utilization:.2f} ({zone})  "
+        )
         if done >= total:
             self.stream.write("\n")
         self.stream.flush()

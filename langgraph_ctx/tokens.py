@@ -34,7 +34,7 @@ IMAGE_TOKENS = 765
 _CJK = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\uff00-\uffef]"
 )
-_CODE_MARKS = re.compile(r"[{}()\[\];=<>]|\bdef |\breturn\b|\bfunction\b|=>")
+_CODE_MARKS = re.compile(r"[{}()\[\];=<>\"]|\bdef |\breturn\b|\bfunction\b|=>")
 _CODE_SHARE = 0.04  # code marks per character above which text counts as code
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -15,7 +15,12 @@ from langgraph_ctx.budget import COMPONENTS, measure
 def test_defaults_are_the_papers_128k_table() -> None:
     b = Budget()
     assert (b.window, b.system, b.messages, b.tools, b.auxiliary) == (
-        128_000, 4_000, 70_000, 12_000, 20_000)
+        128_000,
+        4_000,
+        70_000,
+        12_000,
+        20_000,
+    )
     assert (b.output_reserve, b.safety_margin) == (16_000, 6_000)
     assert b.allocated_total + b.output_reserve + b.safety_margin == b.window
 
@@ -23,13 +28,19 @@ def test_defaults_are_the_papers_128k_table() -> None:
 def test_other_windows_scale_the_shares() -> None:
     b = Budget.for_window(32_000)
     assert (b.system, b.messages, b.tools, b.auxiliary, b.output_reserve, b.safety_margin) == (
-        1_000, 17_500, 3_000, 5_000, 4_000, 1_500)
+        1_000,
+        17_500,
+        3_000,
+        5_000,
+        4_000,
+        1_500,
+    )
     assert Budget.for_window(32_000, tools=1_000).tools == 1_000
 
 
 def test_window_from_the_model_profile() -> None:
     class Model:
-        profile: Any = {"max_input_tokens": 200_000}
+        profile: ClassVar[dict[str, int]] = {"max_input_tokens": 200_000}
 
     assert Budget.from_model(Model()).window == 200_000
     assert Budget.from_model(object()).window == 128_000
@@ -65,8 +76,14 @@ def test_budget_is_keyword_only() -> None:
 
 @pytest.mark.parametrize(
     ("utilization", "zone"),
-    [(0.0, "green"), (0.6999, "green"), (0.70, "yellow"), (0.8499, "yellow"), (0.85, "red"),
-     (1.3, "red")],
+    [
+        (0.0, "green"),
+        (0.6999, "green"),
+        (0.70, "yellow"),
+        (0.8499, "yellow"),
+        (0.85, "red"),
+        (1.3, "red"),
+    ],
 )
 def test_zone_boundaries(utilization: float, zone: str) -> None:
     assert Zones().classify(utilization) == zone

@@ -208,7 +208,9 @@ def test_middleware_exception_names_the_middleware() -> None:
     def flaky(view: View, config: Any, ctx: Any, next: Any) -> Any:
         raise KeyError("boom")
 
-    graph = Pipeline([flaky, Recorder([], "outer", priority=1)]).attach(two_node_graph([])).compile()
+    graph = (
+        Pipeline([flaky, Recorder([], "outer", priority=1)]).attach(two_node_graph([])).compile()
+    )
     with pytest.raises(MiddlewareError, match="'flaky' failed on node 'first'") as info:
         graph.invoke({"messages": [HumanMessage("x")]})
     assert info.value.middleware == "flaky"
@@ -287,6 +289,12 @@ def test_post_processing_sees_and_changes_the_node_result() -> None:
         result = next(view)
         return {"messages": [AIMessage(str(m.content).upper()) for m in result["messages"]]}
 
-    graph = Pipeline([shout], ).attach(two_node_graph([])).compile()
+    graph = (
+        Pipeline(
+            [shout],
+        )
+        .attach(two_node_graph([]))
+        .compile()
+    )
     out = graph.invoke({"messages": [HumanMessage("x")]})
     assert [m.content for m in out["messages"]] == ["x", "FROM FIRST", "FROM SECOND"]

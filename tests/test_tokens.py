@@ -19,11 +19,23 @@ ENGLISH = (
     "key decisions for the board meeting on Thursday, and keep the vendor list short. "
 ) * 8
 JSON_ROWS = json.dumps(
-    [{"order_id": f"ORD-{i:05d}", "amount": 12.5 * i, "status": "shipped", "customer": "Ana Ruiz"}
-     for i in range(20)]
+    [
+        {
+            "order_id": f"ORD-{i:05d}",
+            "amount": 12.5 * i,
+            "status": "shipped",
+            "customer": "Ana Ruiz",
+        }
+        for i in range(20)
+    ]
 )
-CODE = "def total(rows: list[dict]) -> float:\n    return sum(r['amount'] for r in rows if r)\n" * 10
-CJK = "我们的季度报告显示收入为四百二十万美元，比去年增长百分之十二。请为周四的董事会会议总结关键决定。" * 5
+CODE = (
+    "def total(rows: list[dict]) -> float:\n    return sum(r['amount'] for r in rows if r)\n" * 10
+)
+CJK = (
+    "我们的季度报告显示收入为四百二十万美元，比去年增长百分之十二。请为周四的董事会会议总结关键决定。"
+    * 5
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +45,9 @@ def exact() -> TokenCounter:
     return counter
 
 
-@pytest.mark.parametrize(("text", "tolerance"),
-                         [(ENGLISH, 0.15), (JSON_ROWS, 0.40), (CODE, 0.25), (CJK, 0.15)])
+@pytest.mark.parametrize(
+    ("text", "tolerance"), [(ENGLISH, 0.15), (JSON_ROWS, 0.40), (CODE, 0.25), (CJK, 0.15)]
+)
 def test_estimator_against_tiktoken(exact: TokenCounter, text: str, tolerance: float) -> None:
     truth = exact.count_text(text)
     assert abs(estimate_tokens(text) - truth) / truth <= tolerance
@@ -52,8 +65,9 @@ def test_code_uses_the_smaller_k() -> None:
     assert estimate_tokens(prose) == math.ceil(len(prose) / 3.8)
 
 
-def test_fallback_to_estimator_logs_once(caplog: pytest.LogCaptureFixture,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fallback_to_estimator_logs_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tokens_module.TokenCounter, "_warned", False)
     with caplog.at_level(logging.WARNING, logger="langgraph_ctx.tokens"):
         first = TokenCounter("no_such_encoding")
@@ -65,8 +79,9 @@ def test_fallback_to_estimator_logs_once(caplog: pytest.LogCaptureFixture,
 
 def test_tool_calls_are_counted(exact: TokenCounter) -> None:
     bare = AIMessage("")
-    call = AIMessage("", tool_calls=[{"name": "lookup", "args": {"order_id": "ORD-00042"},
-                                      "id": "c1"}])
+    call = AIMessage(
+        "", tool_calls=[{"name": "lookup", "args": {"order_id": "ORD-00042"}, "id": "c1"}]
+    )
     assert exact.count_message(call) > exact.count_message(bare) + 5
 
 
@@ -104,7 +119,9 @@ edit = st.one_of(
     st.tuples(st.just("append"), st.text(max_size=40)),
     st.tuples(st.just("remove"), st.integers(0, 50)),
     st.tuples(st.just("replace"), st.integers(0, 50), st.text(max_size=40)),
-    st.tuples(st.just("copy_all"),),
+    st.tuples(
+        st.just("copy_all"),
+    ),
 )
 
 
@@ -114,9 +131,7 @@ def test_cached_total_always_equals_a_fresh_count(ops: list[tuple]) -> None:  # 
     counter = TokenCounter("cl100k_base")
     cache = MessageTokenCache(counter)
     msgs: list[BaseMessage] = list(history(3))
-    serial = 0
-    for op in ops:
-        serial += 1
+    for serial, op in enumerate(ops):
         if op[0] == "append":
             msgs = [*msgs, HumanMessage(op[1], id=f"n{serial}")]
         elif op[0] == "remove" and msgs:
@@ -124,8 +139,11 @@ def test_cached_total_always_equals_a_fresh_count(ops: list[tuple]) -> None:  # 
         elif op[0] == "replace" and msgs:
             i = op[1] % len(msgs)
             # add_messages semantics: same id, new content, new object, same place
-            msgs = [*msgs[:i], ToolMessage(op[2] + "!" * (i + 1), tool_call_id="x",
-                                           id=msgs[i].id), *msgs[i + 1:]]
+            msgs = [
+                *msgs[:i],
+                ToolMessage(op[2] + "!" * (i + 1), tool_call_id="x", id=msgs[i].id),
+                *msgs[i + 1 :],
+            ]
         elif op[0] == "copy_all":
             msgs = [m.model_copy() for m in msgs]
         assert cache.total(msgs) == counter.count_messages(msgs)

@@ -31,13 +31,23 @@ def lookup_order(order_id: str, include_history: bool = False) -> str:
     return "{}"
 
 
-def graph_with(model: ScriptedChatModel, *, window: int = 8_000, later: list[Any] | None = None,
-               system_prompt: str | None = None, saver: Any = None) -> Any:
+def graph_with(
+    model: ScriptedChatModel,
+    *,
+    window: int = 8_000,
+    later: list[Any] | None = None,
+    system_prompt: str | None = None,
+    saver: Any = None,
+) -> Any:
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model, system_prompt=system_prompt))
     builder.add_edge(START, "call_llm")
-    pipeline = Pipeline([PreflightCheck(), *(later or [])], budget=Budget.for_window(window),
-                        tools=[lookup_order], system_prompt=system_prompt)
+    pipeline = Pipeline(
+        [PreflightCheck(), *(later or [])],
+        budget=Budget.for_window(window),
+        tools=[lookup_order],
+        system_prompt=system_prompt,
+    )
     return pipeline.attach(builder).compile(checkpointer=saver or InMemorySaver())
 
 
@@ -56,13 +66,18 @@ def test_report_measures_every_component() -> None:
     seen, spy = reports_seen()
     model = ScriptedChatModel(default="ok", report_usage=False)
     graph = graph_with(model, later=[spy], system_prompt="You are a careful auditor.")
-    msgs = [SystemMessage("Policy: never refund twice.", id="s"),
-            HumanMessage("Where is order ORD-1?", id="h")]
-    graph.invoke({"messages": msgs, "thoughts": [{"hypothesis": "user wants status"}]},
-                 {"configurable": {"thread_id": "a"}})
+    msgs = [
+        SystemMessage("Policy: never refund twice.", id="s"),
+        HumanMessage("Where is order ORD-1?", id="h"),
+    ]
+    graph.invoke(
+        {"messages": msgs, "thoughts": [{"hypothesis": "user wants status"}]},
+        {"configurable": {"thread_id": "a"}},
+    )
     (report,) = seen
-    assert report.used["system"] == (COUNTER.count_message(msgs[0])
-                                     + COUNTER.count_text("You are a careful auditor."))
+    assert report.used["system"] == (
+        COUNTER.count_message(msgs[0]) + COUNTER.count_text("You are a careful auditor.")
+    )
     assert report.used["messages"] == COUNTER.count_message(msgs[1])
     assert report.used["tools"] == COUNTER.count_tool(lookup_order) > 20
     assert report.used["auxiliary"] > 0
@@ -87,8 +102,10 @@ def test_red_zone_and_rebalanced_allocation() -> None:
 def test_ledger_and_custom_stream_get_one_entry_per_call() -> None:
     graph = graph_with(ScriptedChatModel(default="ok"))
     config: Any = {"configurable": {"thread_id": "c"}}
-    events = [c["langgraph_ctx"] for c in graph.stream(
-        {"messages": [HumanMessage("hi")]}, config, stream_mode="custom")]
+    events = [
+        c["langgraph_ctx"]
+        for c in graph.stream({"messages": [HumanMessage("hi")]}, config, stream_mode="custom")
+    ]
     graph.invoke({"messages": [HumanMessage("again")]}, config)
     ledger = graph.get_state(config).values["context_ledger"]
     assert [e["kind"] for e in events] == ["utilization"]
@@ -123,7 +140,9 @@ def test_async_path_writes_the_same_report() -> None:
 
     seen, spy = reports_seen()
     graph = graph_with(ScriptedChatModel(default=AIMessage("ok")), later=[spy])
-    asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "e"}}))
+    asyncio.run(
+        graph.ainvoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "e"}})
+    )
     assert seen[0].used["messages"] == COUNTER.count_message(HumanMessage("hi"))
 
 
