@@ -73,9 +73,7 @@ class MessageArchive(Protocol):
         """Every message archived for ``thread_id`` in ``namespace``, in archive order."""
         ...
 
-    async def alist(
-        self, thread_id: str, *, namespace: str = ""
-    ) -> builtins.list[BaseMessage]: ...
+    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]: ...
 
 
 def _check(thread_id: str, messages: Sequence[BaseMessage]) -> None:

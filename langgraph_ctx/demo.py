@@ -22,19 +22,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from pydantic import BaseModel, ConfigDict
 
+from langgraph_ctx.archive import SQLiteArchive
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.middleware import PreflightCheck
+from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.pipeline import Middleware, Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
-
-
-class _AnyArgs(BaseModel):
-    model_config = ConfigDict(extra="allow")
 
 
 def workload_tools(workload: Workload) -> list[BaseTool]:
@@ -44,8 +40,11 @@ def workload_tools(workload: Workload) -> list[BaseTool]:
         def run(**kwargs: Any) -> str:
             return workload.tool_result(name, kwargs)
 
+        # A JSON-schema dict is passed through unvalidated: the arguments
+        # arrive exactly as the (scripted) model wrote them.
+        schema = {"type": "object", "properties": {}, "additionalProperties": True}
         return StructuredTool.from_function(
-            run, name=name, description=f"Demo tool {name}.", args_schema=_AnyArgs
+            run, name=name, description=f"Demo tool {name}.", args_schema=schema
         )
 
     return [make(n) for n in workload.tool_names]
@@ -117,10 +116,16 @@ def run_demo(
     stop_after: int | None = None,
 ) -> DemoReport:
     """Run (or resume) the demo session; ``stop_after`` turns at most in this call."""
-    workload = generate_session(turns, seed=seed)
+    # Tool results of 1-6 KB: the size that makes real agents outgrow their window.
+    workload = generate_session(turns, seed=seed, result_chars=(1_200, 6_000))
     budget = Budget.for_window(window)
     with sqlite_checkpointer(db) as saver:
-        graph, _ = build_graph(workload, budget=budget, checkpointer=saver)
+        # Archived originals go to the same file as the checkpoints.
+        archive = SQLiteArchive(str(db))
+        compression = TieredCompression(archive=archive)
+        graph, _ = build_graph(
+            workload, budget=budget, checkpointer=saver, middleware=[compression]
+        )
         config: Any = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
         values = graph.get_state(config).values
         done = int((values.get("session") or {}).get("demo_turns", 0))

@@ -203,6 +203,8 @@ class SessionTokens:
     cache: MessageTokenCache
     calibration: Calibration = dataclasses.field(default_factory=Calibration)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    scratch: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Per-session notes a middleware keeps between calls (in memory only)."""
 
 
 @dataclasses.dataclass

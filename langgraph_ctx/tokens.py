@@ -265,7 +265,14 @@ class MessageTokenCache:
 
 
 def _fingerprint(message: BaseMessage) -> int:
-    # Cheap guard against a message replaced under the same id with new content.
+    # Guards against a message replaced under the same id with new content.
+    # A str caches its own hash, so for a message we have seen this is O(1).
     content = message.content
-    size = len(content) if isinstance(content, str) else len(repr(content))
-    return hash((message.type, size, len(getattr(message, "tool_calls", None) or ())))
+    calls = getattr(message, "tool_calls", None)
+    return hash(
+        (
+            message.type,
+            content if isinstance(content, str) else repr(content),
+            repr(calls) if calls else None,
+        )
+    )

@@ -1,17 +1,16 @@
 """Seeded, deterministic workloads: long simulated agent sessions with planted facts.
 
-Tests, the ``langgraph-ctx demo`` command and the benchmarks need the same thing:
-a session long enough to overflow a context window whose later turns ask about
-details from much earlier ones. :func:`generate_session` scripts one: user
-messages, parallel tool calls with realistic results (JSON rows, log excerpts,
-documents), the assistant's replies, and the facts that compression must keep
-(ids, amounts, names, dates, constraints) with the questions that probe them.
+Tests, the ``langgraph-ctx demo`` command and benchmarks need a session long enough
+to overflow a context window whose later turns ask about details from much earlier
+ones. :func:`generate_session` scripts one: user messages, parallel tool calls with
+realistic results (JSON rows, logs, documents), replies, and the facts that
+compression must keep, with the questions that probe them.
 
 Everything is drawn from one ``random.Random(seed)``, so a seed names a workload.
 Fact values use formats that filler never produces (filler contacts are
-"P. Nakamura", fact names "Priya Nakamura"; filler dates are in 2024, fact dates
+"P. Nakamura", fact names "Priya Nakamura"; filler dates are in 2023-24, fact dates
 in 2025-26; filler totals are JSON numbers, fact amounts "$12,480.50"), so finding
-a value in a compressed history means the fact itself survived.
+a value in a compressed history means that the fact itself survived.
 """
 
 from __future__ import annotations
@@ -32,41 +31,40 @@ PROBE_GAP = 5
 PLANT_RATE = 0.4
 """Chance that a non-probe turn plants a fact: about one fact every 2-3 turns."""
 NO_CONTEXT = "I don't have enough context."
-_MIN_SPREAD = 240  # hi - lo must fit the largest fixed part of a unit (a JSON row)
+_MIN_SPREAD = 240  # hi - lo must exceed the untrimmable part of a unit (a JSON row's fields)
 
-_FIRST = ("Priya", "Marcus", "Elena", "Tomasz", "Aiko", "Daniel", "Fatima", "Lars", "Sofia",
-          "Kwame", "Ingrid", "Rafael", "Mei", "Oliver", "Nadia", "Henrik", "Amara", "Jonas")
-_LAST = ("Halvorsen", "Nakamura", "Okafor", "Lindqvist", "Moreau", "Castillo", "Brennan",
-         "Kowalski", "Fischer", "Adeyemi", "Sorensen", "Varga", "Tanaka", "Delgado", "Whitfield",
-         "Petrov", "Achterberg", "Quinlan", "Ferreira", "Szabo", "Eriksen", "Mbeki", "Rossi")
-_SUFFIX = ("Freight", "Logistics", "Supply", "Industries", "Trading", "Foods", "Textiles",
-           "Components", "Packaging", "Marine", "Labs", "Metals")
-_COMPANIES = ("Northwind Logistics", "Contoso Retail", "Fabrikam Foods", "Tailspin Freight",
-              "Wingtip Supply", "Adventure Works")
+
+def _words(text: str, sep: str = " ") -> tuple[str, ...]:
+    return tuple(text.split(sep))
+
+
+_FIRST = _words("Priya Marcus Elena Tomasz Aiko Daniel Fatima Lars Sofia Kwame Ingrid Rafael Mei")
+_LAST = _words("Halvorsen Nakamura Okafor Lindqvist Moreau Castillo Brennan Kowalski Fischer "
+               "Adeyemi Sorensen Varga Tanaka Delgado Whitfield Petrov Quinlan Ferreira Szabo")
+_SUFFIX = _words("Freight Logistics Supply Industries Trading Foods Textiles Marine Labs Metals")
+_COMPANIES = ("Northwind Logistics", "Contoso Retail", "Fabrikam Foods", "Tailspin Freight")
 _CARRIERS = ("DHL", "FedEx", "UPS", "Maersk", "DB Schenker", "Kuehne+Nagel")
 _DEPOTS = ("Rotterdam", "Memphis", "Leipzig", "Singapore", "Louisville", "Antwerp", "Lyon")
-_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
 _STANDING_RULES = ("never contact vendors on weekends", "get two quotes for any new vendor",
                    "copy the finance team on every vendor email",
                    "flag any invoice older than 60 days", "use only vendors on the approved list")
-# Filler sentences are assembled from parts (10^4 combinations), so results differ
-# in content, not only in length, and compressors cannot dedupe them away.
-_WHO = ("The warehouse team", "Finance", "The carrier", "Our procurement lead", "Legal",
-        "The regional office", "Customer support", "The audit committee", "Operations", "QA")
-_DID = ("reviewed", "flagged", "approved", "escalated", "reconciled", "updated", "deferred",
-        "confirmed", "rejected", "annotated")
-_WHAT = ("the pallet manifest", "the freight schedule", "the quarterly forecast", "the rate card",
-         "the customs paperwork", "the returns backlog", "the inventory count",
-         "the service agreement", "the damage report", "the purchase requisition")
-_WHEN = ("after the Monday sync", "ahead of the cutoff", "pending a second signature",
-         "with minor corrections", "without further comment", "for the northern region",
-         "as part of the rollout", "once the numbers settled", "after the site visit",
-         "before month end")
+# Filler sentences are built from parts (10^4 combinations), so results differ in
+# content, not just length, and a compressor cannot shrink them by deduplication.
+_WHO = _words("The warehouse team|Finance|The carrier|Our procurement lead|Legal|QA|Operations|"
+              "The regional office|Customer support|The audit committee", "|")
+_DID = _words("reviewed flagged approved escalated reconciled updated deferred confirmed rejected "
+              "annotated")
+_WHAT = _words("the pallet manifest|the freight schedule|the quarterly forecast|the rate card|"
+               "the customs paperwork|the returns backlog|the inventory count|the damage report|"
+               "the service agreement|the purchase requisition", "|")
+_WHEN = _words("after the Monday sync|ahead of the cutoff|pending a second signature|"
+               "with minor corrections|without further comment|for the northern region|"
+               "as part of the rollout|once the numbers settled|after the site visit|"
+               "before month end", "|")
 _STATUS = ("open", "shipped", "invoiced", "on_hold", "delivered")
 _SERVICES = ("billing", "orders-api", "warehouse-sync", "payments", "notifier")
 _LEVELS = ("INFO", "INFO", "INFO", "INFO", "DEBUG", "DEBUG", "WARN", "ERROR")
-_SECTIONS = ("Payment terms", "Service levels", "Termination", "Liability", "Pricing schedule",
-             "Delivery obligations")
+_SECTIONS = ("Payment terms", "Service levels", "Termination", "Liability", "Pricing schedule")
 
 _Unit = tuple[Callable[[str], str], str]
 """A piece of a tool result: ``render(free)`` gives its text; ``free`` may be trimmed."""
@@ -96,10 +94,10 @@ class ToolStep:
 class Turn:
     index: int
     user: str
-    tool_steps: tuple[ToolStep, ...]
+    tool_steps: tuple[ToolStep, ...]  # parallel calls, all answered within the turn
     answer: str
     planted: tuple[Fact, ...]
-    probe: Fact | None
+    probe: Fact | None  # the earlier fact this turn's user message asks about
 
 
 @dataclass(frozen=True)
@@ -115,23 +113,18 @@ def _amount(r: random.Random) -> str:
     return f"${r.randint(1_000, 99_999):,}.{r.randint(0, 99):02d}"
 
 
-def _person(r: random.Random) -> str:
-    return f"{r.choice(_FIRST)} {r.choice(_LAST)}"
-
-
 def _future_date(r: random.Random) -> str:
     return (date(2025, 1, 1) + timedelta(days=r.randint(0, 729))).isoformat()
 
 
 def _rule(r: random.Random) -> str:
-    form = r.randrange(4)
+    form = r.randrange(3)
     if form == 0:
         return f"ship only via {r.choice(_CARRIERS)} from the {r.choice(_DEPOTS)} depot"
     if form == 1:
-        return f"deliver only on {r.choice(_DAYS)}s before {r.randint(7, 11)}:00"
-    if form == 2:
         return f"keep each purchase order under ${r.randint(2, 60)},000"
-    return f"pay within net {r.choice((10, 15, 30, 45, 60, 90))} days via {r.choice(_CARRIERS)} Pay"
+    payment = r.choice(("wire transfer", "ACH", "corporate card"))
+    return f"pay invoices within net {r.choice((10, 15, 30, 45, 60, 90))} days by {payment}"
 
 
 _TEMPLATES = (
@@ -147,12 +140,12 @@ _TEMPLATES = (
               "How much did {s} quote for the renewal?"),
     _Template("open_credit", "amount", _amount, "our open credit with {s} is {v}",
               "What is our open credit with {s}?"),
-    _Template("contact", "name", _person, "our contact at {s} is {v}", "Who is our contact at {s}?"),
+    _Template("contact", "name", lambda r: f"{r.choice(_FIRST)} {r.choice(_LAST)}",
+              "our contact at {s} is {v}", "Who is our contact at {s}?"),
     _Template("delivery_date", "date", _future_date, "{s} confirmed delivery for {v}",
               "What delivery date did {s} confirm?"),
-    _Template("contract_end", "date", _future_date, "the {s} contract ends on {v}",
-              "When does the {s} contract end?"),
-    _Template("rule", "constraint", _rule, "for {s} we must {v}", "What rule did we agree for {s}?"),
+    _Template("rule", "constraint", _rule, "for {s} we must {v}",
+              "What rule did we agree for {s}?"),
 )
 
 
@@ -164,24 +157,17 @@ def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def _trim(text: str, n: int) -> str:
-    """``text`` cut to at most ``n`` characters at a word boundary, ending in a period."""
-    if len(text) <= n:
-        return text
-    cut = text[: n - 1]
-    return (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(",;: ") + "."
-
-
 def _fit(unit: _Unit, room: int) -> str | None:
-    """Render ``unit`` within ``room`` characters by trimming its free text, or ``None``."""
+    """Render ``unit`` within ``room`` characters, cutting its free text at a word."""
     render, free = unit
     text = render(free)
     if len(text) <= room:
         return text
-    keep = len(free) - (len(text) - room)
+    keep = len(free) - (len(text) - room) - 1  # one for the closing period
     if keep < 20:  # a stub of a sentence is noise, not filler
         return None
-    text = render(_trim(free, keep))
+    cut = free[:keep].rsplit(" ", 1)[0].rstrip(",;: ") + "."
+    text = render(cut)
     return text if len(text) <= room else None
 
 
@@ -196,18 +182,14 @@ def _text(message: BaseMessage) -> str:
     return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
 
 
-def _tag(turn: Turn) -> str:
-    return f"t{turn.index:04d}"
-
-
 def _call_message(turn: Turn) -> AIMessage:
     calls = [ToolCall(name=s.name, args=dict(s.args), id=s.call_id, type="tool_call")
              for s in turn.tool_steps]
-    return AIMessage("", tool_calls=calls, id=f"{_tag(turn)}-call")
+    return AIMessage("", tool_calls=calls, id=f"t{turn.index:04d}-call")
 
 
 def _answer_message(turn: Turn) -> AIMessage:
-    return AIMessage(turn.answer, id=f"{_tag(turn)}-answer")
+    return AIMessage(turn.answer, id=f"t{turn.index:04d}-answer")
 
 
 @dataclass(frozen=True)
@@ -223,26 +205,24 @@ class Workload:
         """The history of turns ``[0, upto)`` as the agent would have recorded it."""
         out: list[BaseMessage] = []
         for turn in self.turns[:upto]:
-            out.append(HumanMessage(turn.user, id=f"{_tag(turn)}-user"))
+            out.append(HumanMessage(turn.user, id=f"t{turn.index:04d}-user"))
             if turn.tool_steps:
                 out.append(_call_message(turn))
-                out.extend(
-                    ToolMessage(s.result, tool_call_id=s.call_id, name=s.name,
-                                id=f"{_tag(turn)}-tool-{k}")
-                    for k, s in enumerate(turn.tool_steps)
-                )
+                out.extend(ToolMessage(s.result, tool_call_id=s.call_id, name=s.name,
+                                       id=f"t{turn.index:04d}-tool-{k}")
+                           for k, s in enumerate(turn.tool_steps))
             out.append(_answer_message(turn))
         return out
 
     def responder(self) -> Callable[[Sequence[BaseMessage]], AIMessage]:
-        """A scripted model: replies to whatever turn the messages it is sent are at.
+        """A scripted model that replies for whatever turn the messages it is sent are at.
 
-        The turn is found from content, never from positions, because compression
-        removes and rewrites older messages. Walking back from the end, the first
-        message that names a turn decides: a user message whose text is a turn's
-        (the turn has just started, so call its tools), or a tool call or tool
-        result with one of the turn's call ids (the tools ran, so answer). The
-        latter also finds the turn when its user message was compressed away.
+        Compression removes and rewrites older messages, so the turn is found by
+        content, never by position. Walking back from the end, the first message
+        that names a turn decides: a user message with a turn's text (the turn has
+        just begun: call its tools, if any) or a tool call or result carrying one
+        of its call ids (the tools ran: answer). The second case also finds the
+        turn when its user message has been compressed away.
         """
         by_user = {t.user: t for t in self.turns}
         by_call = {s.call_id: t for t in self.turns for s in t.tool_steps}
@@ -251,12 +231,11 @@ class Workload:
             for m in reversed(messages):
                 if isinstance(m, HumanMessage) and (turn := by_user.get(_text(m).strip())):
                     return _call_message(turn) if turn.tool_steps else _answer_message(turn)
-                if isinstance(m, ToolMessage) and (turn := by_call.get(m.tool_call_id)):
-                    return _answer_message(turn)
-                if isinstance(m, AIMessage) and m.tool_calls:
-                    turn = by_call.get(m.tool_calls[0]["id"] or "")
-                    if turn is not None:
-                        return _answer_message(turn)
+                ids = [m.tool_call_id] if isinstance(m, ToolMessage) else [
+                    c["id"] or "" for c in getattr(m, "tool_calls", None) or ()]
+                for call_id in ids:
+                    if call_id in by_call:
+                        return _answer_message(by_call[call_id])
             return AIMessage(NO_CONTEXT)
 
         return respond
@@ -264,13 +243,11 @@ class Workload:
     def tool_result(self, name: str, args: dict[str, Any]) -> str:
         """The planned result of a call; an unknown call gets a JSON error, never raises."""
         try:
-            key = _call_key(name, args)
+            found = self._results.get(_call_key(name, args))
         except (TypeError, ValueError):  # e.g. keys of mixed types cannot be sorted
-            key = ""
-        found = self._results.get(key)
-        if found is not None:
-            return found
-        return json.dumps({"error": f"no planned result for {name}", "args": repr(args)})
+            found = None
+        return found if found is not None else json.dumps(
+            {"error": f"no planned result for {name!r} with these arguments", "args": repr(args)})
 
     def probes(self) -> list[Fact]:
         """The facts that later turns ask about, in the order they are asked."""
@@ -282,58 +259,56 @@ class Workload:
 
 
 class _Builder:
-    """Draws one session turn by turn; all randomness comes from ``self.rng``."""
+    """Draws a session turn by turn; all randomness comes from ``self.rng``."""
 
     def __init__(self, seed: int, tool_rate: float, probe_rate: float,
                  result_chars: tuple[int, int]) -> None:
         self.rng = random.Random(seed)
         self.tool_rate, self.probe_rate, self.result_chars = tool_rate, probe_rate, result_chars
-        self.clock = datetime(2024, 3, 4, 8, 0)
+        self.clock = datetime(2024, 3, 4, 8, 0)  # filler lives in 2024; fact dates do not
         self.facts: list[Fact] = []
-        self.statements: dict[str, str] = {}  # fact key -> the sentence that answers its probe
-        self.subjects: dict[str, str] = {}  # fact key -> the company it is about
+        self.told: dict[str, str] = {}  # fact key -> the sentence stating it
+        self.about: dict[str, str] = {}  # fact key -> the company it is about
         self.probed: set[str] = set()
-        self.texts: set[str] = set()  # user texts: unique, the responder maps them to turns
-        self.calls: set[str] = set()  # call keys: unique, tool_result() maps them to results
+        self.texts: set[str] = set()  # user texts are unique: the responder maps them to turns
+        self.calls: set[str] = set()  # so are calls: tool_result() maps them to results
 
     def sentence(self) -> str:
         r = self.rng
         return f"{r.choice(_WHO)} {r.choice(_DID)} {r.choice(_WHAT)} {r.choice(_WHEN)}."
 
-    def subject(self) -> str:
+    def company(self) -> str:
         return f"{self.rng.choice(_LAST)} {self.rng.choice(_SUFFIX)}"
 
     def fact(self, turn: int, where: str) -> Fact | None:
-        """A new fact with a fresh key and value, or ``None`` after a few collisions."""
+        """A fact with a fresh key and value, or ``None`` if a few draws all collide."""
         values = {f.value for f in self.facts}
         for _ in range(20):
-            t, s = self.rng.choice(_TEMPLATES), self.subject()
+            t, s = self.rng.choice(_TEMPLATES), self.company()
             key, value = f"{t.label}:{s.lower().replace(' ', '_')}", t.make(self.rng)
-            if key in self.statements or value in values:
-                continue
-            self.statements[key] = t.statement.format(s=s, v=value)
-            self.subjects[key] = s
-            return Fact(key, value, t.kind, turn, where, t.question.format(s=s))
+            if key not in self.told and value not in values:
+                self.told[key], self.about[key] = t.statement.format(s=s, v=value), s
+                return Fact(key, value, t.kind, turn, where, t.question.format(s=s))
         return None
 
     def task(self) -> Turn:
-        """Turn 0: the user's task, with the budget and rules that bind the whole session."""
+        """Turn 0: the task, with the budget and rules that bind the whole session."""
         r = self.rng
-        budget = f"${r.randint(20, 95)},{r.choice(('250', '500', '750'))}"
+        budget = f"${r.randint(20, 95)},{r.choice(('250', '500', '750'))}"  # never ",000"
         rule = r.choice(_STANDING_RULES)
         planted = [Fact("budget_cap", budget, "amount", 0, "user",
                         "What total spend limit did I set for the audit?"),
                    Fact("standing_rule", rule, "constraint", 0, "user",
                         "What standing rule did I give you for the audit?")]
-        self.statements.update(budget_cap=f"You set a total spend limit of {budget}",
-                               standing_rule=f"The standing rule is: {rule}")
+        self.told.update(budget_cap=f"You set a total spend limit of {budget}",
+                         standing_rule=f"The standing rule is: {rule}")
         user = (f"I'm planning the {r.choice(('Q1', 'Q2', 'Q3', 'Q4'))} vendor audit for "
                 f"{r.choice(_COMPANIES)}; keep total spend under {budget} and {rule}.")
         if r.random() < 0.5:
             deadline = _future_date(r)
             planted.append(Fact("deadline", deadline, "date", 0, "user",
                                 "What deadline did I set for the audit?"))
-            self.statements["deadline"] = f"The audit must be finished by {deadline}"
+            self.told["deadline"] = f"The audit must be finished by {deadline}"
             user += f" The review has to be done by {deadline}."
         user += " Let's work through the open orders, the service logs and the vendor contracts."
         self.facts.extend(planted)
@@ -345,61 +320,55 @@ class _Builder:
         r = self.rng
         self.clock += timedelta(minutes=r.randint(2, 40))
         probe = self.probe(i)
-        if probe is not None:
+        if probe is not None:  # probe turns use no tools: the answer must come from memory
             self.texts.add(probe.question)
-            return Turn(i, probe.question, (), f"{self.statements[probe.key]}.", (), probe)
+            return Turn(i, probe.question, (), _cap(self.told[probe.key]) + ".", (), probe)
         plant = r.random() < PLANT_RATE
         n_tools = r.choices((1, 2, 3), (6, 3, 1))[0] if r.random() < self.tool_rate else 0
         fact = self.fact(i, "tool" if n_tools and r.random() < 0.6 else "user") if plant else None
-        steps = tuple(self.step(i, k, fact if k == 0 and fact and fact.where == "tool" else None)
-                      for k in range(n_tools))
-        told = self.statements[fact.key] if fact and fact.where == "user" else None
-        user = self.user_text(i, [req for req, _ in steps], told)
+        in_tool = fact if fact and fact.where == "tool" else None
+        drawn = [self.step(i, k, in_tool if k == 0 else None) for k in range(n_tools)]
+        told = self.told[fact.key] if fact and fact.where == "user" else None
+        user = self.user_text(i, [request for request, _ in drawn], told)
+        steps = tuple(step for _, step in drawn)
         if steps:
+            names = _join(list(dict.fromkeys(s.name for s in steps)))
             answer = (f"{r.choice(('Done.', 'Here is what I found.', 'Finished.'))} I ran "
-                      f"{_join([s.name for _, s in steps])} and reviewed the results. "
-                      f"{self.sentence()}")
+                      f"{names} and reviewed the results. {self.sentence()}")
         else:
             answer = f"{r.choice(('Noted.', 'Got it.', 'Thanks, noted.'))} {self.sentence()}"
-        if fact:
-            self.facts.append(fact)
-        return Turn(i, user, tuple(s for _, s in steps), answer, (fact,) if fact else (), None)
+        self.facts.extend([fact] if fact else [])
+        return Turn(i, user, steps, answer, (fact,) if fact else (), None)
 
     def probe(self, i: int) -> Fact | None:
         if self.rng.random() >= self.probe_rate:
             return None
         ready = [f for f in self.facts if f.turn <= i - PROBE_GAP and f.key not in self.probed]
-        if not ready:
-            return None
-        fact = self.rng.choice(ready)
-        self.probed.add(fact.key)
+        fact = self.rng.choice(ready) if ready else None
+        self.probed.update([fact.key] if fact else [])
         return fact
 
     def user_text(self, i: int, requests: list[str], told: str | None) -> str:
         r = self.rng
-        for _ in range(10):
-            if requests:
-                form = r.choice(("Next, {}.", "Can you {}?", "Please {}.", "Now {}, then recap."))
-                text = form.format(_join(requests))
-            else:
-                text = f"{r.choice(('Quick update:', 'FYI:', 'Heads up:'))} {self.sentence()}"
-            if told:
-                text += f" {r.choice(('For the record,', 'Note that', 'Remember that'))} {told}."
-            if text not in self.texts:
-                break
-        else:  # ten collisions in a row: make it unique rather than loop on
+        if requests:
+            form = r.choice(("Next, {}.", "Can you {}?", "Please {}.", "Now {}, then recap."))
+            text = form.format(_join(requests))
+        else:
+            text = f"{r.choice(('Quick update:', 'FYI:', 'Heads up:'))} {self.sentence()}"
+        if told:
+            text += f" {r.choice(('For the record,', 'Note that', 'Remember that'))} {told}."
+        if text in self.texts:  # rare (chit-chat draws from 10^4 sentences), but must not be
             text += f" (item {i})"
         self.texts.add(text)
         return text
 
     def step(self, i: int, k: int, fact: Fact | None) -> tuple[str, ToolStep]:
-        """One tool call: (the user's request for it, the step with its result)."""
-        subject = self.subjects[fact.key] if fact else self.subject()
-        statement = self.statements[fact.key] if fact else None
+        """One tool call, as (the user's request for it, the step and its result)."""
+        company = self.about[fact.key] if fact else self.company()
         make = (self.orders, self.logs, self.document)[self.rng.randrange(3)]
-        name, args, request, result = make(subject, fact, statement)
+        name, args, request, result = make(company, fact)
         page = 1
-        while _call_key(name, args) in self.calls:  # identical args: ask for another page
+        while _call_key(name, args) in self.calls:  # same arguments as before: another page
             page += 1
             args = {**args, "page": page}
         self.calls.add(_call_key(name, args))
@@ -409,9 +378,9 @@ class _Builder:
              fact_unit: str | None) -> list[str]:
         """Units (rows, lines, paragraphs) whose framed total lies within ``result_chars``.
 
-        Filler is added until a target drawn from the range is reached; the last
-        unit is trimmed to stay under the upper bound. The fact goes to a random
-        place: a fact always in the first row would be easy to keep by accident.
+        Filler goes in until a length drawn from the range is reached, the last
+        unit cut to stay under the upper bound. The fact unit lands at a random
+        place: one always first would be easy to keep by accident.
         """
         head, sep, tail = frame
         lo, hi = self.result_chars
@@ -429,89 +398,90 @@ class _Builder:
             units.insert(self.rng.randint(0, len(units) - 1), units.pop(0))
         return units
 
-    def row(self, subject: str) -> dict[str, Any]:
+    def row(self, company: str) -> dict[str, Any]:
         r = self.rng
-        day = date(2024, 1, 1) + timedelta(days=r.randint(0, 180))
-        return {"order_id": f"SO-{r.randint(100_000, 999_999)}", "customer": subject,
+        day = date(2023, 9, 1) + timedelta(days=r.randint(0, 180))  # before the session
+        return {"order_id": f"SO-{r.randint(100_000, 999_999)}", "customer": company,
                 "status": r.choice(_STATUS), "total": round(r.uniform(80, 60_000), 2),
                 "currency": "USD", "created": day.isoformat(),
                 "contact": f"{r.choice(_FIRST)[0]}. {r.choice(_LAST)}", "note": self.sentence()}
 
-    def orders(self, subject: str, fact: Fact | None,
-               statement: str | None) -> tuple[str, dict[str, Any], str, str]:
+    def orders(self, company: str, fact: Fact | None) -> tuple[str, dict[str, Any], str, str]:
+        """A JSON array of order rows; a planted value sits in its own field of one row."""
         r = self.rng
         status = r.choice(_STATUS)
-        args = {"customer": subject, "status": status, "limit": r.choice((10, 25, 50))}
+        args = {"customer": company, "status": status, "limit": r.choice((10, 25, 50))}
 
         def filler() -> _Unit:
-            row = self.row(subject if r.random() < 0.7 else self.subject())
+            row = self.row(company if r.random() < 0.7 else self.company())
             return (lambda note: json.dumps({**row, "note": note})), row["note"]
 
-        fact_unit = None
-        if fact:  # the planted value sits in its own field of one row
-            fact_unit = json.dumps({**self.row(subject), fact.key.split(":")[0]: fact.value})
-        units = self.fill(("[\n  ", ",\n  ", "\n]"), filler, fact_unit)
-        request = f"pull the {status.replace('_', ' ')} orders for {subject}"
+        label = fact.key.split(":")[0] if fact else ""
+        fact_row = json.dumps({**self.row(company), label: fact.value}) if fact else None
+        units = self.fill(("[\n  ", ",\n  ", "\n]"), filler, fact_row)
+        request = f"pull the {status.replace('_', ' ')} orders for {company}"
         return "query_orders", args, request, "[\n  " + ",\n  ".join(units) + "\n]"
 
-    def log_message(self, subject: str) -> str:
+    def log_message(self, company: str) -> str:
         r = self.rng
         form = r.randrange(5)
         if form == 0:
-            return (f"GET /v2/orders/{r.randint(10_000, 99_999)} -> "
-                    f"{r.choice((200, 200, 404, 500))} ({r.randint(3, 900)} ms)")
+            code = r.choice((200, 200, 404, 500))
+            return f"GET /v2/orders/{r.randint(10_000, 99_999)} -> {code} ({r.randint(3, 900)} ms)"
         if form == 1:
-            return f"retrying export for {subject} (attempt {r.randint(2, 5)}/5)"
+            return f"retrying export for {company} (attempt {r.randint(2, 5)}/5)"
         if form == 2:
-            return f"slow query on {r.choice(('orders', 'invoices', 'vendors'))}: " \
-                   f"{r.randint(900, 9000)} ms, {r.randint(1, 90)}k rows scanned"
+            table = r.choice(("orders", "invoices", "vendors"))
+            return f"slow query on {table}: {r.randint(900, 9000)} ms, {r.randint(1, 90)}k rows"
         if form == 3:
             return f"batch {r.randint(1, 400)} done: {r.randint(10, 999)} records updated"
         return f"note: {self.sentence()}"
 
-    def logs(self, subject: str, fact: Fact | None,
-             statement: str | None) -> tuple[str, dict[str, Any], str, str]:
+    def logs(self, company: str, fact: Fact | None) -> tuple[str, dict[str, Any], str, str]:
+        """A log excerpt from one service; a planted value is stated in one INFO line."""
         r = self.rng
         service = r.choice(_SERVICES)
         since = self.clock - timedelta(hours=r.randint(6, 72))
-        args = {"service": service, "query": subject, "since": since.isoformat(timespec="hours")}
+        args = {"service": service, "query": company, "since": f"{since:%Y-%m-%dT%H:00:00Z}"}
 
         def line(level: str) -> Callable[[str], str]:
             ts = since + timedelta(seconds=r.randint(0, int((self.clock - since).total_seconds())))
             prefix = f"{ts:%Y-%m-%dT%H:%M:%S}Z {level:<5} {service} req={r.getrandbits(24):06x}"
-            return lambda msg: f"{prefix} {msg}"
+            return lambda message: f"{prefix} {message}"
 
-        fact_unit = line("INFO")(f"{statement} (confirmed)") if statement else None
+        fact_line = line("INFO")(f"update: {self.told[fact.key]}") if fact else None
         units = self.fill(("", "\n", ""), lambda: (line(r.choice(_LEVELS)),
-                                                   self.log_message(subject)), fact_unit)
-        # Log lines start with their timestamp: sorting puts them, the fact too, in time order.
-        return "search_logs", args, f"search the {service} logs for {subject}", "\n".join(
-            sorted(units))
+                                                   self.log_message(company)), fact_line)
+        # Lines start with their timestamps, so sorting puts them (the fact too) in time order.
+        request = f"search the {service} logs for {company}"
+        return "search_logs", args, request, "\n".join(sorted(units))
 
-    def document(self, subject: str, fact: Fact | None,
-                 statement: str | None) -> tuple[str, dict[str, Any], str, str]:
+    def document(self, company: str, fact: Fact | None) -> tuple[str, dict[str, Any], str, str]:
+        """A markdown document section; a planted value is stated mid-paragraph."""
         r = self.rng
         section, doc_id = r.choice(_SECTIONS), f"DOC-{r.randint(1000, 9999)}"
+        head = f"# {company}: {section}\n\n"
+
+        def paragraph() -> _Unit:
+            return (lambda p: p), " ".join(self.sentence() for _ in range(r.randint(2, 5)))
+
+        fact_par = None
+        if fact:
+            fact_par = f"{self.sentence()} {_cap(self.told[fact.key])}. {self.sentence()}"
+        units = self.fill((head, "\n\n", ""), paragraph, fact_par)
+        request = f"open the {section.lower()} section of {doc_id} for {company}"
         args = {"doc_id": doc_id, "section": section}
-
-        def paragraph() -> str:
-            return " ".join(self.sentence() for _ in range(r.randint(2, 5)))
-
-        fact_unit = f"{self.sentence()} {_cap(statement)}. {self.sentence()}" if statement else None
-        head = f"# {subject}: {section}\n\n"
-        units = self.fill((head, "\n\n", ""), lambda: ((lambda p: p), paragraph()), fact_unit)
-        request = f"open the {section.lower()} section of {doc_id} for {subject}"
         return "fetch_document", args, request, head + "\n\n".join(units)
 
 
 def generate_session(turns: int = 150, *, seed: int = 0, tool_rate: float = 0.6,
                      probe_rate: float = 0.1,
                      result_chars: tuple[int, int] = (400, 2400)) -> Workload:
-    """A deterministic simulated session of ``turns`` turns; the same seed, the same session.
+    """A simulated session of ``turns`` turns; the same seed gives the same session.
 
-    ``result_chars`` bounds each tool result's length; it must span at least
-    240 characters (a JSON row cannot be cut below its fixed fields) from a
-    lower bound of at least 300 (room for the row that carries a fact).
+    Each tool result's length lies within ``result_chars``, which must start at
+    300 or more (room for the row that carries a fact) and span at least 240
+    characters (a JSON row cannot be cut below its fixed fields).
     """
     lo, hi = result_chars
     if turns < 1 or not (0 <= tool_rate <= 1 and 0 <= probe_rate <= 1):

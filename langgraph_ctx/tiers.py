@@ -1,0 +1,267 @@
+"""Which messages may be compressed: the three tiers of the paper (section 5.1).
+
+- Pinned (tier 3, never compressed): system messages, messages marked with
+  :func:`~langgraph_ctx.markers.pin`, and by default the session's first user
+  message, the task. A pinned message keeps its tool-call partners with it.
+- Protected (tier 1): the last N turns verbatim. A turn is a user message and
+  everything up to the next one. N is at least ``min_turns``, extends back
+  while the conversation stays on the current topic, and is capped by a token
+  budget.
+- Compressible (tier 2): the rest, oldest first, cut only where no assistant
+  message with tool calls is separated from its tool results.
+
+Everything here is pure: it reads messages and returns a :class:`Plan`; the
+compression middleware does the summarizing, archiving and state update.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langgraph_ctx.markers import is_pinned, is_summary, summary_info
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9_\-]{2,}")
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "are",
+        "was",
+        "were",
+        "with",
+        "that",
+        "this",
+        "have",
+        "from",
+        "what",
+        "which",
+        "when",
+        "where",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "please",
+        "thanks",
+        "also",
+        "about",
+        "into",
+        "them",
+        "then",
+        "than",
+        "there",
+        "their",
+        "our",
+        "your",
+        "its",
+        "how",
+        "why",
+        "who",
+        "all",
+        "any",
+        "not",
+        "but",
+        "just",
+        "like",
+        "more",
+        "some",
+        "such",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Tiers:
+    """A message list split by tier, each part in its original order."""
+
+    pinned: list[BaseMessage]
+    summaries: list[BaseMessage]
+    rest: list[BaseMessage]
+    """Neither pinned nor a summary: the protected window and the compressible span."""
+
+
+def split_tiers(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> Tiers:
+    """Split ``messages`` into pinned, summaries (by sequence number) and the rest."""
+    summaries = [m for m in messages if is_summary(m)]
+    summaries.sort(key=lambda m: (summary_info(m) or {}).get("seq", 0))
+    task = next((m for m in messages if m.type == "human"), None) if pin_task else None
+    pinned_ids = {
+        id(m)
+        for m in messages
+        if not is_summary(m) and (m.type == "system" or is_pinned(m) or m is task)
+    }
+    # A pinned half of a tool exchange drags its other half along, or the
+    # compressed history would hold an orphan call or an orphan result.
+    for unit in tool_units(messages):
+        if any(id(m) in pinned_ids for m in unit):
+            pinned_ids.update(id(m) for m in unit)
+    pinned = [m for m in messages if id(m) in pinned_ids]
+    rest = [m for m in messages if id(m) not in pinned_ids and not is_summary(m)]
+    return Tiers(pinned=pinned, summaries=summaries, rest=rest)
+
+
+def tool_units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """Each assistant message with tool calls, together with the results answering it."""
+    owner: dict[str, list[BaseMessage]] = {}
+    units: list[list[BaseMessage]] = []
+    for m in messages:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            unit: list[BaseMessage] = [m]
+            units.append(unit)
+            for call in m.tool_calls:
+                if call.get("id"):
+                    owner[str(call["id"])] = unit
+    # A second pass, so a result is matched even if it precedes its call.
+    for m in messages:
+        if isinstance(m, ToolMessage) and m.tool_call_id in owner:
+            owner[m.tool_call_id].append(m)
+    return units
+
+
+def safe_cuts(messages: Sequence[BaseMessage]) -> list[bool]:
+    """``cuts[i]`` says whether splitting before index ``i`` keeps every tool pair whole.
+
+    A cut is unsafe while a call made before it is answered after it, or a
+    result after it answers a call before it: positions are compared by the
+    first and last index of each unit, so results in any order, parallel calls
+    and runs of tool-calling messages are all covered. ``cuts`` has
+    ``len(messages) + 1`` entries; both ends are always safe.
+    """
+    index = {id(m): i for i, m in enumerate(messages)}
+    blocked = [0] * (len(messages) + 1)
+    for unit in tool_units(messages):
+        where = [index[id(m)] for m in unit]
+        lo, hi = min(where), max(where)
+        if hi > lo:
+            blocked[lo + 1] += 1  # cuts lo+1 .. hi are inside the unit
+            blocked[hi + 1] -= 1
+    cuts, open_units = [], 0
+    for i in range(len(messages) + 1):
+        open_units += blocked[i]
+        cuts.append(open_units == 0)
+    return cuts
+
+
+def turn_starts(messages: Sequence[BaseMessage]) -> list[int]:
+    """Indexes where a turn begins: every user message (and 0)."""
+    starts = [i for i, m in enumerate(messages) if m.type == "human"]
+    return starts if starts and starts[0] == 0 else [0, *starts]
+
+
+def _words(message: BaseMessage) -> set[str]:
+    return {w for w in _WORD.findall(message.text.lower()) if w not in _STOP}
+
+
+def on_topic(a: BaseMessage, b: BaseMessage, threshold: float) -> bool:
+    """Whether two user messages share enough content words to be one thread.
+
+    A cheap lexical test (Jaccard overlap of content words): a real topic
+    change rarely shares vocabulary, and a false "same topic" only protects a
+    little more history, which is the safe side.
+    """
+    wa, wb = _words(a), _words(b)
+    if not wa or not wb:
+        return True
+    return len(wa & wb) / len(wa | wb) >= threshold
+
+
+def protected_start(
+    rest: Sequence[BaseMessage],
+    count: Callable[[BaseMessage], int],
+    *,
+    min_turns: int = 3,
+    max_turns: int = 12,
+    max_tokens: int,
+    topic_threshold: float = 0.12,
+) -> int:
+    """Index in ``rest`` where the protected window begins.
+
+    At least ``min_turns`` turns; then whole turns further back while they stay
+    on the latest turn's topic, up to ``max_turns`` and ``max_tokens``.
+    """
+    starts = turn_starts(rest)
+    if len(starts) <= min_turns:
+        return 0
+    start = starts[-min_turns]
+    tokens = sum(count(m) for m in rest[start:])
+    latest = rest[starts[-1]]
+    for k in range(min_turns + 1, min(max_turns, len(starts)) + 1):
+        candidate = starts[-k]
+        head = rest[candidate]
+        extra = sum(count(m) for m in rest[candidate:start])
+        if head.type != "human" or not on_topic(head, latest, topic_threshold):
+            break
+        if tokens + extra > max_tokens:
+            break
+        start, tokens = candidate, tokens + extra
+    return _safe_at_or_before(rest, start)
+
+
+def _safe_at_or_before(messages: Sequence[BaseMessage], index: int) -> int:
+    cuts = safe_cuts(messages)
+    while index > 0 and not cuts[index]:
+        index -= 1
+    return index
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one compression run will do."""
+
+    tiers: Tiers
+    compress: list[BaseMessage]
+    """Oldest compressible messages to summarize now (a prefix of ``tiers.rest``)."""
+    keep: list[BaseMessage]
+    """The rest of ``tiers.rest``, verbatim, in order."""
+    protected: int
+    """How many of ``keep`` are the protected window."""
+
+    def messages(self, summaries: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """The new active history: pinned, then summaries, then what was kept."""
+        return [*self.tiers.pinned, *summaries, *self.keep]
+
+
+def plan_compression(
+    messages: Sequence[BaseMessage],
+    count: Callable[[BaseMessage], int],
+    *,
+    free_tokens: int,
+    expected_ratio: float,
+    min_turns: int = 3,
+    max_protected_tokens: int,
+    pin_task: bool = True,
+    topic_threshold: float = 0.12,
+) -> Plan:
+    """Choose the shortest safe prefix of the compressible span that frees ``free_tokens``.
+
+    Freed tokens are estimated as ``span * (1 - 1 / expected_ratio)``. If no
+    prefix is enough, the whole span is chosen: the caller checks the result.
+    """
+    tiers = split_tiers(messages, pin_task=pin_task)
+    rest = tiers.rest
+    limit = protected_start(
+        rest,
+        count,
+        min_turns=min_turns,
+        max_tokens=max_protected_tokens,
+        topic_threshold=topic_threshold,
+    )
+    cuts = safe_cuts(rest)
+    keep_share = 1.0 - 1.0 / max(expected_ratio, 1.0)
+    chosen, span = 0, 0
+    for i in range(limit):
+        span += count(rest[i])
+        if cuts[i + 1]:
+            chosen = i + 1
+            if span * keep_share >= free_tokens:
+                break
+    return Plan(
+        tiers=tiers, compress=rest[:chosen], keep=rest[chosen:], protected=len(rest) - limit
+    )
