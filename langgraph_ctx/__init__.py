@@ -14,7 +14,7 @@ from langgraph_ctx.errors import (
     NextCalledTwiceError,
 )
 from langgraph_ctx.markers import is_pinned, is_summary, pin
-from langgraph_ctx.middleware import PreflightCheck
+from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.pipeline import (
     CallContext,
@@ -52,6 +52,7 @@ __all__ = [
     "PersistentUpdate",
     "Pipeline",
     "PreflightCheck",
+    "TieredCompression",
     "TokenCounter",
     "UsageReport",
     "View",

@@ -425,9 +425,7 @@ class Pipeline:
     def session_for(self, config: RunnableConfig, state: Mapping[str, Any]) -> SessionTokens:
         """The token cache and calibration of the session ``config`` names."""
         conf = config.get("configurable", {})
-        ns = str(conf.get("checkpoint_ns", ""))
-        # Subgraph namespaces end in a task id that changes every run; strip it.
-        key = (str(conf.get("thread_id", "")), "|".join(p.split(":")[0] for p in ns.split("|")))
+        key = (str(conf.get("thread_id", "")), graph_namespace(config))
         with self._sessions_lock:
             session = self._sessions.get(key)
             if session is None:
@@ -539,6 +537,17 @@ def _twice(ctx: CallContext, layers: list[Layer], i: int) -> NextCalledTwiceErro
     error = NextCalledTwiceError(layers[i - 1].middleware.name if i else "<pipeline>", ctx.node)
     ctx._passing.add(id(error))
     return error
+
+
+def graph_namespace(config: RunnableConfig) -> str:
+    """The namespace of the graph a node runs in: ``""`` for the root graph.
+
+    A node's ``checkpoint_ns`` ends with its own task (``node:task-id``); drop
+    it, and drop the task ids of enclosing subgraphs, which change every run.
+    """
+    ns = str(config.get("configurable", {}).get("checkpoint_ns", ""))
+    parts = [p.split(":")[0] for p in ns.split("|") if p]
+    return "|".join(parts[:-1])
 
 
 def _as_view(view: Mapping[str, Any]) -> View:

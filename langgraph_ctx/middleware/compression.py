@@ -30,7 +30,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, summary_info
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.pipeline import (
+    AsyncNext,
+    CallContext,
+    Middleware,
+    Next,
+    View,
+    graph_namespace,
+)
 from langgraph_ctx.summarizers import (
     ChatModelSummarizer,
     ExtractiveSummarizer,
@@ -198,9 +205,9 @@ class TieredCompression(Middleware):
             free_tokens=max(free, 1),
             expected_ratio=self.expected_ratio,
             min_turns=self.min_protected_turns,
-            max_protected_tokens=int(
-                self.protected_share * report.allocation["messages"] / calibration
-            ),
+            # The nominal allocation, not the rebalanced one: rebalancing grows
+            # with usage, and the cap must not.
+            max_protected_tokens=int(self.protected_share * ctx.budget.messages / calibration),
             pin_task=self.pin_task,
         )
         span = sum(count(m) for m in plan.compress)
@@ -322,9 +329,7 @@ def _summary_message(
 
 
 def _scope(ctx: CallContext) -> tuple[str, str]:
-    conf = ctx.config.get("configurable", {})
-    ns = str(conf.get("checkpoint_ns", ""))
-    return ctx.thread_id or "default", "|".join(p.split(":")[0] for p in ns.split("|") if p)
+    return ctx.thread_id or "default", graph_namespace(ctx.config)
 
 
 def _check_share(field: str, value: float) -> None:
