@@ -1,0 +1,27 @@
+"""Every example runs, so none can rot."""
+
+from __future__ import annotations
+
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_stategraph_example_compresses_and_stays_in_budget() -> None:
+    module = runpy.run_path(str(EXAMPLES[0].parent / "add_to_stategraph.py"))
+    outcome = module["main"]()
+    assert outcome["compressions"] >= 1
+    assert outcome["peak"] < 1.0

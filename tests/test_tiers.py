@@ -1,0 +1,87 @@
+"""Tier planning never splits a tool call from its results (property-based)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langgraph_ctx import pin
+from langgraph_ctx.tiers import plan_compression, safe_cuts, split_tiers
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[BaseMessage]:
+    """Random valid histories: parallel calls, runs of tool-calling assistant
+    messages whose results arrive later and in any order, pinned messages."""
+    out: list[BaseMessage] = []
+    serial = 0
+    for t in range(draw(st.integers(1, 12))):
+        out.append(HumanMessage(f"user {t} " * draw(st.integers(1, 30)), id=f"u{t}"))
+        pending: list[ToolMessage] = []
+        for _ in range(draw(st.integers(0, 3))):  # a run of tool-calling messages
+            calls = []
+            for _ in range(draw(st.integers(1, 3))):  # parallel calls
+                serial += 1
+                calls.append({"name": "f", "args": {"n": serial}, "id": f"k{serial}"})
+                pending.append(
+                    ToolMessage(
+                        "r" * draw(st.integers(1, 200)), tool_call_id=f"k{serial}", id=f"r{serial}"
+                    )
+                )
+            out.append(AIMessage("", tool_calls=calls, id=f"c{serial}"))
+            if draw(st.booleans()):  # results right away, or after the whole run
+                out.extend(draw(st.permutations(pending)))
+                pending = []
+        out.extend(draw(st.permutations(pending)))
+        out.append(AIMessage(f"answer {t}", id=f"a{t}"))
+    for i in draw(st.lists(st.integers(0, len(out) - 1), max_size=3)):
+        pin(out[i])
+    return out
+
+
+def assert_whole(messages: list[BaseMessage]) -> None:
+    calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+    results = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    assert calls == results, (calls - results, results - calls)
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories(), st.integers(1, 5_000), st.integers(1, 4))
+def test_no_plan_ever_orphans_a_call_or_a_result(
+    history: list[BaseMessage], free: int, min_turns: int
+) -> None:
+    count = lambda m: len(m.text) // 4 + 3  # noqa: E731
+    plan = plan_compression(
+        history,
+        count,
+        free_tokens=free,
+        expected_ratio=4.0,
+        min_turns=min_turns,
+        max_protected_tokens=300,
+    )
+    assert_whole(plan.compress)  # what gets summarized is whole...
+    assert_whole(plan.messages([]))  # ...and so is what stays
+    kept = {id(m) for m in plan.messages([])} | {id(m) for m in plan.compress}
+    assert kept == {id(m) for m in history}  # every message is accounted for
+
+
+@settings(max_examples=200, deadline=None)
+@given(histories())
+def test_pinned_messages_and_their_partners_stay(history: list[BaseMessage]) -> None:
+    tiers = split_tiers(history)
+    pinned_ids = {m.id for m in tiers.pinned}
+    assert history[0].id in pinned_ids  # the task
+    assert_whole(tiers.pinned)
+
+
+@given(histories())
+def test_cuts_inside_a_tool_exchange_are_unsafe(history: list[BaseMessage]) -> None:
+    cuts = safe_cuts(history)
+    assert cuts[0] and cuts[-1]
+    for i, ok in enumerate(cuts):
+        if ok:
+            left, right = history[:i], history[i:]
+            left_calls = {c["id"] for m in left if isinstance(m, AIMessage) for c in m.tool_calls}
+            right_results = {m.tool_call_id for m in right if isinstance(m, ToolMessage)}
+            assert not left_calls & right_results
