@@ -27,6 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     demo.add_argument("--seed", type=int, default=0, help="workload seed")
     demo.add_argument("--window", type=int, default=32_000, help="model context window, tokens")
+    demo.add_argument(
+        "--plot", type=Path, default=Path("langgraph-ctx-demo.png"), help="PNG of utilization"
+    )
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
 
     args = parser.parse_args(argv)
@@ -56,6 +59,22 @@ def _demo(args: argparse.Namespace) -> int:
         progress=None if args.quiet else ProgressBar(),
     )
     print(format_report(report))
+    if report.utilization:
+        try:
+            from langgraph_ctx.plot import plot_utilization
+
+            plot_utilization(
+                args.plot,
+                {
+                    "sent to the model": report.utilization,
+                    "measured by pre-flight": report.measured,
+                },
+                marks=report.compression_calls,
+                title=f"langgraph-ctx demo: {report.turns_total} turns, window {args.window:,}",
+            )
+            print(f"plot: {args.plot}")
+        except ImportError as exc:
+            print(f"no plot ({exc})", file=sys.stderr)
     return 0
 
 

@@ -80,7 +80,12 @@ class DemoReport:
     resumed_at: int = 0
     """Turns already done when this run started (0 for a fresh session)."""
     utilization: list[float] = field(default_factory=list)
+    """Utilization of each prompt sent to the model (after compression)."""
+    measured: list[float] = field(default_factory=list)
+    """Utilization pre-flight measured before compression, per call."""
     zones: list[str] = field(default_factory=list)
+    compression_calls: list[int] = field(default_factory=list)
+    """Index (into ``utilization``) of each call that compressed."""
     events: dict[str, int] = field(default_factory=dict)
     details: list[dict[str, Any]] = field(default_factory=list)
     """Data of every event other than utilization (compressions, ...)."""
@@ -88,11 +93,18 @@ class DemoReport:
     def add(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
         self.events[kind] = self.events.get(kind, 0) + 1
+        data = event["data"]
         if kind == "utilization":
-            self.utilization.append(float(event["data"]["utilization"]))
-            self.zones.append(str(event["data"]["zone"]))
+            self.measured.append(float(data["utilization"]))
+            self.utilization.append(float(data["utilization"]))
+            self.zones.append(str(data["zone"]))
         else:
-            self.details.append({"kind": kind, **event["data"]})
+            self.details.append({"kind": kind, **data})
+        if kind == "compression":
+            self.compression_calls.append(len(self.utilization) - 1)
+        if kind == "compression" and self.utilization:
+            # What was sent is what compression left, not what pre-flight measured.
+            self.utilization[-1] = float(data["utilization_after"])
 
 
 @contextmanager
@@ -196,7 +208,18 @@ def format_report(report: DemoReport) -> str:
             f"  mean {sum(util) / len(util):.3f}  peak {max(util):.3f}  last {util[-1]:.3f}",
             f"  zones: green {zones['green']}, yellow {zones['yellow']}, red {zones['red']}",
         ]
-    others = {k: v for k, v in sorted(report.events.items()) if k != "utilization"}
+    runs = [d for d in report.details if d["kind"] == "compression"]
+    if runs:
+        ratio = sum(d["ratio"] for d in runs) / len(runs)
+        retention = sum(d["entity_retention"] for d in runs) / len(runs)
+        lines.append(
+            f"  compressions: {len(runs)}, mean ratio {ratio:.1f}:1, "
+            f"mean entity retention {retention:.0%}, peak before compressing "
+            f"{max(report.measured):.3f}"
+        )
+    others = {
+        k: v for k, v in sorted(report.events.items()) if k not in ("utilization", "compression")
+    }
     if others:
         lines.append("  events: " + ", ".join(f"{k} {v}" for k, v in others.items()))
     return "\n".join(lines)

@@ -85,10 +85,11 @@ were be been am have has had let please thanks thank sure great hello hi hey yes
 but or so if then also now just our my your their his her its for in on at to from with by of as
 after before once since because while next first second last finally note done got perfect good
 fine alright right well oh any all some each every both not none one two three user assistant
-tool system today tomorrow yesterday mentioned
+tool system today tomorrow yesterday mentioned conversation summary recalled memory
 """
 _STOP = frozenset(_STOP_WORDS.split())
-_SENTENCE_START = frozenset('.!?;\n"(*#>-')  # not ':', a label: Name
+# Not ':': after a label ("notes: Fedex") a capital is usually a name.
+_SENTENCE_START = frozenset('.!?;\n"(*#>-')
 _NEXT_CAPITAL = re.compile(r"[ \t]+[A-Z]")
 
 
@@ -312,7 +313,7 @@ class ExtractiveSummarizer:
                 words = re.findall(r"[a-z']+", key)
                 ents = norm(_entity_list(piece))
                 keyword = _KEYWORD.search(piece) is not None
-                if (not ents and (key in stated or set(words) <= _PLEASANT)):
+                if key in seen or (not ents and (key in stated or set(words) <= _PLEASANT)):
                     continue  # a duplicate, a restatement, or a pleasantry
                 seen.add(key)
                 rank = (2 if ents else 0) + keyword
@@ -365,7 +366,8 @@ class ExtractiveSummarizer:
         for i in order:  # prose, decisions, then entity lines that add no new entity
             if total <= budget:
                 break
-            if units[i].rank < 2 or units[i].rank == 2 and all(cover[e] > 1 for e in units[i].ents):
+            u = units[i]
+            if u.rank < 2 or (u.rank == 2 and all(cover[e] > 1 for e in u.ents)):
                 drop(i)
         for i in order:  # then the least dense entity lines, decisions last
             if total <= budget:

@@ -28,6 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.budget import UsageReport, measure
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, summary_info
 from langgraph_ctx.pipeline import (
@@ -265,15 +266,15 @@ class TieredCompression(Middleware):
             ]
         messages = plan.messages(summaries)
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+
+        count = ctx.session.cache.count_of
+        before = sum(count(m) for m in plan.compress)
+        removed = before + (sum(count(m) for m in previous) if layers is not None else 0)
+        added = sum(count(m) for m in summaries[-1:] if m not in previous)
         ctx.session.cache.forget([str(m.id) for m in plan.compress])
         ctx.session.scratch["compression_advised"] = False
-
-        counter = ctx.counter
-        before = sum(ctx.session.cache.count_of(m) for m in plan.compress)
-        after = counter.count_text(texts[0])
-        report = ctx.usage
-        assert report is not None
-        new_total = report.raw_total - before + after
+        report = self._remeasure(ctx, removed_raw=removed, added_raw=added)
+        after = ctx.counter.count_text(texts[0])
         ctx.record(
             "compression",
             {
@@ -285,15 +286,33 @@ class TieredCompression(Middleware):
                 "ratio": round(before / max(after, 1), 2),
                 "entity_retention": round(entity_retention(plan.compress, texts[0]), 4),
                 "meta": layers is not None,
-                "utilization_before": round(report.utilization, 4),
-                "utilization_after": round(new_total * report.calibration / report.window, 4),
+                "utilization_after": round(report.utilization, 4),
             },
         )
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
-        if new_total * report.calibration > report.prompt_limit:
+        if report.total > report.prompt_limit:
             self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
         return view.replace(messages=messages)
+
+    @staticmethod
+    def _remeasure(ctx: CallContext, *, removed_raw: int, added_raw: int) -> UsageReport:
+        """Update the usage report (and this call's utilization entry) to what is sent now."""
+        old = ctx.usage
+        assert old is not None
+        delta = old.calibration * (added_raw - removed_raw)
+        used = {**old.used, "messages": max(0, old.used["messages"] + round(delta))}
+        report = measure(
+            ctx.budget,
+            used,
+            calibration=old.calibration,
+            raw_total=old.raw_total + added_raw - removed_raw,
+        )
+        ctx.usage = report
+        for entry in ctx.events:
+            if entry["kind"] == "utilization":
+                entry["data"]["sent_utilization"] = round(report.utilization, 4)
+        return report
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.usage

@@ -67,6 +67,8 @@ class PreflightCheck(Middleware):
                 **report.as_dict(),
                 "messages_count": len(view.get("messages") or ()),
                 "calibration_samples": calibration.samples,
+                # What is finally sent; compression lowers it when it runs.
+                "sent_utilization": round(report.utilization, 4),
             },
         )
         return report

@@ -39,28 +39,44 @@ def _words(text: str, sep: str = " ") -> tuple[str, ...]:
 
 
 _FIRST = _words("Priya Marcus Elena Tomasz Aiko Daniel Fatima Lars Sofia Kwame Ingrid Rafael Mei")
-_LAST = _words("Halvorsen Nakamura Okafor Lindqvist Moreau Castillo Brennan Kowalski Fischer "
-               "Adeyemi Sorensen Varga Tanaka Delgado Whitfield Petrov Quinlan Ferreira Szabo")
+_LAST = _words(
+    "Halvorsen Nakamura Okafor Lindqvist Moreau Castillo Brennan Kowalski Fischer "
+    "Adeyemi Sorensen Varga Tanaka Delgado Whitfield Petrov Quinlan Ferreira Szabo"
+)
 _SUFFIX = _words("Freight Logistics Supply Industries Trading Foods Textiles Marine Labs Metals")
 _COMPANIES = ("Northwind Logistics", "Contoso Retail", "Fabrikam Foods", "Tailspin Freight")
 _CARRIERS = ("DHL", "FedEx", "UPS", "Maersk", "DB Schenker", "Kuehne+Nagel")
 _DEPOTS = ("Rotterdam", "Memphis", "Leipzig", "Singapore", "Louisville", "Antwerp", "Lyon")
-_STANDING_RULES = ("never contact vendors on weekends", "get two quotes for any new vendor",
-                   "copy the finance team on every vendor email",
-                   "flag any invoice older than 60 days", "use only vendors on the approved list")
+_STANDING_RULES = (
+    "never contact vendors on weekends",
+    "get two quotes for any new vendor",
+    "copy the finance team on every vendor email",
+    "flag any invoice older than 60 days",
+    "use only vendors on the approved list",
+)
 # Filler sentences are built from parts (10^4 combinations), so results differ in
 # content, not just length, and a compressor cannot shrink them by deduplication.
-_WHO = _words("The warehouse team|Finance|The carrier|Our procurement lead|Legal|QA|Operations|"
-              "The regional office|Customer support|The audit committee", "|")
-_DID = _words("reviewed flagged approved escalated reconciled updated deferred confirmed rejected "
-              "annotated")
-_WHAT = _words("the pallet manifest|the freight schedule|the quarterly forecast|the rate card|"
-               "the customs paperwork|the returns backlog|the inventory count|the damage report|"
-               "the service agreement|the purchase requisition", "|")
-_WHEN = _words("after the Monday sync|ahead of the cutoff|pending a second signature|"
-               "with minor corrections|without further comment|for the northern region|"
-               "as part of the rollout|once the numbers settled|after the site visit|"
-               "before month end", "|")
+_WHO = _words(
+    "The warehouse team|Finance|The carrier|Our procurement lead|Legal|QA|Operations|"
+    "The regional office|Customer support|The audit committee",
+    "|",
+)
+_DID = _words(
+    "reviewed flagged approved escalated reconciled updated deferred confirmed rejected annotated"
+)
+_WHAT = _words(
+    "the pallet manifest|the freight schedule|the quarterly forecast|the rate card|"
+    "the customs paperwork|the returns backlog|the inventory count|the damage report|"
+    "the service agreement|the purchase requisition",
+    "|",
+)
+_WHEN = _words(
+    "after the Monday sync|ahead of the cutoff|pending a second signature|"
+    "with minor corrections|without further comment|for the northern region|"
+    "as part of the rollout|once the numbers settled|after the site visit|"
+    "before month end",
+    "|",
+)
 _STATUS = ("open", "shipped", "invoiced", "on_hold", "delivered")
 _SERVICES = ("billing", "orders-api", "warehouse-sync", "payments", "notifier")
 _LEVELS = ("INFO", "INFO", "INFO", "INFO", "DEBUG", "DEBUG", "WARN", "ERROR")
@@ -128,24 +144,58 @@ def _rule(r: random.Random) -> str:
 
 
 _TEMPLATES = (
-    _Template("account_id", "id", lambda r: f"ACC-{r.randint(10_000, 99_999)}",
-              "the account id for {s} is {v}", "What is the account id for {s}?"),
-    _Template("invoice", "id", lambda r: f"INV-{r.randint(2023, 2025)}-{r.randint(1, 9999):04d}",
-              "the invoice number for the {s} order is {v}",
-              "What was the invoice number for the {s} order?"),
-    _Template("booking_ref", "id", lambda r: f"BKG-{r.randint(100_000, 999_999)}",
-              "the freight booking reference for {s} is {v}",
-              "What is the freight booking reference for {s}?"),
-    _Template("quote", "amount", _amount, "{s} quoted {v} for the renewal",
-              "How much did {s} quote for the renewal?"),
-    _Template("open_credit", "amount", _amount, "our open credit with {s} is {v}",
-              "What is our open credit with {s}?"),
-    _Template("contact", "name", lambda r: f"{r.choice(_FIRST)} {r.choice(_LAST)}",
-              "our contact at {s} is {v}", "Who is our contact at {s}?"),
-    _Template("delivery_date", "date", _future_date, "{s} confirmed delivery for {v}",
-              "What delivery date did {s} confirm?"),
-    _Template("rule", "constraint", _rule, "for {s} we must {v}",
-              "What rule did we agree for {s}?"),
+    _Template(
+        "account_id",
+        "id",
+        lambda r: f"ACC-{r.randint(10_000, 99_999)}",
+        "the account id for {s} is {v}",
+        "What is the account id for {s}?",
+    ),
+    _Template(
+        "invoice",
+        "id",
+        lambda r: f"INV-{r.randint(2023, 2025)}-{r.randint(1, 9999):04d}",
+        "the invoice number for the {s} order is {v}",
+        "What was the invoice number for the {s} order?",
+    ),
+    _Template(
+        "booking_ref",
+        "id",
+        lambda r: f"BKG-{r.randint(100_000, 999_999)}",
+        "the freight booking reference for {s} is {v}",
+        "What is the freight booking reference for {s}?",
+    ),
+    _Template(
+        "quote",
+        "amount",
+        _amount,
+        "{s} quoted {v} for the renewal",
+        "How much did {s} quote for the renewal?",
+    ),
+    _Template(
+        "open_credit",
+        "amount",
+        _amount,
+        "our open credit with {s} is {v}",
+        "What is our open credit with {s}?",
+    ),
+    _Template(
+        "contact",
+        "name",
+        lambda r: f"{r.choice(_FIRST)} {r.choice(_LAST)}",
+        "our contact at {s} is {v}",
+        "Who is our contact at {s}?",
+    ),
+    _Template(
+        "delivery_date",
+        "date",
+        _future_date,
+        "{s} confirmed delivery for {v}",
+        "What delivery date did {s} confirm?",
+    ),
+    _Template(
+        "rule", "constraint", _rule, "for {s} we must {v}", "What rule did we agree for {s}?"
+    ),
 )
 
 
@@ -183,8 +233,10 @@ def _text(message: BaseMessage) -> str:
 
 
 def _call_message(turn: Turn) -> AIMessage:
-    calls = [ToolCall(name=s.name, args=dict(s.args), id=s.call_id, type="tool_call")
-             for s in turn.tool_steps]
+    calls = [
+        ToolCall(name=s.name, args=dict(s.args), id=s.call_id, type="tool_call")
+        for s in turn.tool_steps
+    ]
     return AIMessage("", tool_calls=calls, id=f"t{turn.index:04d}-call")
 
 
@@ -208,9 +260,15 @@ class Workload:
             out.append(HumanMessage(turn.user, id=f"t{turn.index:04d}-user"))
             if turn.tool_steps:
                 out.append(_call_message(turn))
-                out.extend(ToolMessage(s.result, tool_call_id=s.call_id, name=s.name,
-                                       id=f"t{turn.index:04d}-tool-{k}")
-                           for k, s in enumerate(turn.tool_steps))
+                out.extend(
+                    ToolMessage(
+                        s.result,
+                        tool_call_id=s.call_id,
+                        name=s.name,
+                        id=f"t{turn.index:04d}-tool-{k}",
+                    )
+                    for k, s in enumerate(turn.tool_steps)
+                )
             out.append(_answer_message(turn))
         return out
 
@@ -231,8 +289,11 @@ class Workload:
             for m in reversed(messages):
                 if isinstance(m, HumanMessage) and (turn := by_user.get(_text(m).strip())):
                     return _call_message(turn) if turn.tool_steps else _answer_message(turn)
-                ids = [m.tool_call_id] if isinstance(m, ToolMessage) else [
-                    c["id"] or "" for c in getattr(m, "tool_calls", None) or ()]
+                ids = (
+                    [m.tool_call_id]
+                    if isinstance(m, ToolMessage)
+                    else [c["id"] or "" for c in getattr(m, "tool_calls", None) or ()]
+                )
                 for call_id in ids:
                     if call_id in by_call:
                         return _answer_message(by_call[call_id])
@@ -246,8 +307,16 @@ class Workload:
             found = self._results.get(_call_key(name, args))
         except (TypeError, ValueError):  # e.g. keys of mixed types cannot be sorted
             found = None
-        return found if found is not None else json.dumps(
-            {"error": f"no planned result for {name!r} with these arguments", "args": repr(args)})
+        return (
+            found
+            if found is not None
+            else json.dumps(
+                {
+                    "error": f"no planned result for {name!r} with these arguments",
+                    "args": repr(args),
+                }
+            )
+        )
 
     def probes(self) -> list[Fact]:
         """The facts that later turns ask about, in the order they are asked."""
@@ -261,8 +330,9 @@ class Workload:
 class _Builder:
     """Draws a session turn by turn; all randomness comes from ``self.rng``."""
 
-    def __init__(self, seed: int, tool_rate: float, probe_rate: float,
-                 result_chars: tuple[int, int]) -> None:
+    def __init__(
+        self, seed: int, tool_rate: float, probe_rate: float, result_chars: tuple[int, int]
+    ) -> None:
         self.rng = random.Random(seed)
         self.tool_rate, self.probe_rate, self.result_chars = tool_rate, probe_rate, result_chars
         self.clock = datetime(2024, 3, 4, 8, 0)  # filler lives in 2024; fact dates do not
@@ -296,25 +366,52 @@ class _Builder:
         r = self.rng
         budget = f"${r.randint(20, 95)},{r.choice(('250', '500', '750'))}"  # never ",000"
         rule = r.choice(_STANDING_RULES)
-        planted = [Fact("budget_cap", budget, "amount", 0, "user",
-                        "What total spend limit did I set for the audit?"),
-                   Fact("standing_rule", rule, "constraint", 0, "user",
-                        "What standing rule did I give you for the audit?")]
-        self.told.update(budget_cap=f"You set a total spend limit of {budget}",
-                         standing_rule=f"The standing rule is: {rule}")
-        user = (f"I'm planning the {r.choice(('Q1', 'Q2', 'Q3', 'Q4'))} vendor audit for "
-                f"{r.choice(_COMPANIES)}; keep total spend under {budget} and {rule}.")
+        planted = [
+            Fact(
+                "budget_cap",
+                budget,
+                "amount",
+                0,
+                "user",
+                "What total spend limit did I set for the audit?",
+            ),
+            Fact(
+                "standing_rule",
+                rule,
+                "constraint",
+                0,
+                "user",
+                "What standing rule did I give you for the audit?",
+            ),
+        ]
+        self.told.update(
+            budget_cap=f"You set a total spend limit of {budget}",
+            standing_rule=f"The standing rule is: {rule}",
+        )
+        user = (
+            f"I'm planning the {r.choice(('Q1', 'Q2', 'Q3', 'Q4'))} vendor audit for "
+            f"{r.choice(_COMPANIES)}; keep total spend under {budget} and {rule}."
+        )
         if r.random() < 0.5:
             deadline = _future_date(r)
-            planted.append(Fact("deadline", deadline, "date", 0, "user",
-                                "What deadline did I set for the audit?"))
+            planted.append(
+                Fact(
+                    "deadline",
+                    deadline,
+                    "date",
+                    0,
+                    "user",
+                    "What deadline did I set for the audit?",
+                )
+            )
             self.told["deadline"] = f"The audit must be finished by {deadline}"
             user += f" The review has to be done by {deadline}."
         user += " Let's work through the open orders, the service logs and the vendor contracts."
         self.facts.extend(planted)
         self.texts.add(user)
-        return Turn(0, user, (), "Understood. I'll start with the open orders.", tuple(planted),
-                    None)
+        return Turn(
+            0, user, (), "Understood. I'll start with the open orders.", tuple(planted), None
+        )
 
     def turn(self, i: int) -> Turn:
         r = self.rng
@@ -333,8 +430,10 @@ class _Builder:
         steps = tuple(step for _, step in drawn)
         if steps:
             names = _join(list(dict.fromkeys(s.name for s in steps)))
-            answer = (f"{r.choice(('Done.', 'Here is what I found.', 'Finished.'))} I ran "
-                      f"{names} and reviewed the results. {self.sentence()}")
+            answer = (
+                f"{r.choice(('Done.', 'Here is what I found.', 'Finished.'))} I ran "
+                f"{names} and reviewed the results. {self.sentence()}"
+            )
         else:
             answer = f"{r.choice(('Noted.', 'Got it.', 'Thanks, noted.'))} {self.sentence()}"
         self.facts.extend([fact] if fact else [])
@@ -374,8 +473,9 @@ class _Builder:
         self.calls.add(_call_key(name, args))
         return request, ToolStep(name, args, result, f"call_{i:04d}_{k}")
 
-    def fill(self, frame: tuple[str, str, str], filler: Callable[[], _Unit],
-             fact_unit: str | None) -> list[str]:
+    def fill(
+        self, frame: tuple[str, str, str], filler: Callable[[], _Unit], fact_unit: str | None
+    ) -> list[str]:
         """Units (rows, lines, paragraphs) whose framed total lies within ``result_chars``.
 
         Filler goes in until a length drawn from the range is reached, the last
@@ -401,10 +501,16 @@ class _Builder:
     def row(self, company: str) -> dict[str, Any]:
         r = self.rng
         day = date(2023, 9, 1) + timedelta(days=r.randint(0, 180))  # before the session
-        return {"order_id": f"SO-{r.randint(100_000, 999_999)}", "customer": company,
-                "status": r.choice(_STATUS), "total": round(r.uniform(80, 60_000), 2),
-                "currency": "USD", "created": day.isoformat(),
-                "contact": f"{r.choice(_FIRST)[0]}. {r.choice(_LAST)}", "note": self.sentence()}
+        return {
+            "order_id": f"SO-{r.randint(100_000, 999_999)}",
+            "customer": company,
+            "status": r.choice(_STATUS),
+            "total": round(r.uniform(80, 60_000), 2),
+            "currency": "USD",
+            "created": day.isoformat(),
+            "contact": f"{r.choice(_FIRST)[0]}. {r.choice(_LAST)}",
+            "note": self.sentence(),
+        }
 
     def orders(self, company: str, fact: Fact | None) -> tuple[str, dict[str, Any], str, str]:
         """A JSON array of order rows; a planted value sits in its own field of one row."""
@@ -450,8 +556,9 @@ class _Builder:
             return lambda message: f"{prefix} {message}"
 
         fact_line = line("INFO")(f"update: {self.told[fact.key]}") if fact else None
-        units = self.fill(("", "\n", ""), lambda: (line(r.choice(_LEVELS)),
-                                                   self.log_message(company)), fact_line)
+        units = self.fill(
+            ("", "\n", ""), lambda: (line(r.choice(_LEVELS)), self.log_message(company)), fact_line
+        )
         # Lines start with their timestamps, so sorting puts them (the fact too) in time order.
         request = f"search the {service} logs for {company}"
         return "search_logs", args, request, "\n".join(sorted(units))
@@ -474,9 +581,14 @@ class _Builder:
         return "fetch_document", args, request, head + "\n\n".join(units)
 
 
-def generate_session(turns: int = 150, *, seed: int = 0, tool_rate: float = 0.6,
-                     probe_rate: float = 0.1,
-                     result_chars: tuple[int, int] = (400, 2400)) -> Workload:
+def generate_session(
+    turns: int = 150,
+    *,
+    seed: int = 0,
+    tool_rate: float = 0.6,
+    probe_rate: float = 0.1,
+    result_chars: tuple[int, int] = (400, 2400),
+) -> Workload:
     """A simulated session of ``turns`` turns; the same seed gives the same session.
 
     Each tool result's length lies within ``result_chars``, which must start at
