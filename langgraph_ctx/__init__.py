@@ -18,6 +18,7 @@ from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.pipeline import (
     CallContext,
+    EventSink,
     Middleware,
     PersistentUpdate,
     Pipeline,
@@ -44,6 +45,7 @@ __all__ = [
     "ContextError",
     "ContextRunError",
     "ContextState",
+    "EventSink",
     "LedgerEntry",
     "MessageTokenCache",
     "Middleware",

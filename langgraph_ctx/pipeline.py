@@ -90,6 +90,21 @@ class PersistentUpdate:
     """The middleware that made it."""
 
 
+class EventSink(Protocol):
+    """Receives every ledger event of a node call, after the call succeeds.
+
+    Writes must be idempotent on ``(thread_id, namespace, entry["seq"])``:
+    LangGraph re-runs a step that was in flight when a process died, and the
+    re-run records the same events with the same sequence numbers.
+    """
+
+    def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None: ...
+
+    async def awrite(
+        self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]
+    ) -> None: ...
+
+
 class Next(Protocol):
     def __call__(self, view: View, /) -> Any: ...
 
@@ -306,6 +321,7 @@ class Pipeline:
         tools: Sequence[Any] = (),
         system_prompt: str | None = None,
         max_sessions: int = 1024,
+        events: EventSink | None = None,
     ) -> None:
         self.budget = budget if budget is not None else Budget()
         if not isinstance(self.budget, Budget):
@@ -314,6 +330,8 @@ class Pipeline:
         self.tools = list(tools)
         """Tools the wrapped nodes bind: counted against the tool budget."""
         self.system_prompt = system_prompt
+        self.events = events
+        """Where every ledger event is also written (the event table), if anywhere."""
         """A system prompt your node adds itself (not in state): counted as system."""
         self.channels: frozenset[str] = frozenset()
         self._middleware: list[Middleware] = []
@@ -487,7 +505,11 @@ class Pipeline:
 
             return call
 
-        return ctx.merge(step(0)(View(state)))
+        result = step(0)(View(state))
+        if self.events is not None and ctx.events:
+            thread, ns = ctx.thread_id or "default", graph_namespace(config)
+            self.events.write(thread, ns, ctx.events)
+        return ctx.merge(result)
 
     async def ainvoke_node(
         self,
@@ -529,7 +551,11 @@ class Pipeline:
 
             return call
 
-        return ctx.merge(await step(0)(View(state)))
+        result = await step(0)(View(state))
+        if self.events is not None and ctx.events:
+            thread, ns = ctx.thread_id or "default", graph_namespace(config)
+            await self.events.awrite(thread, ns, ctx.events)
+        return ctx.merge(result)
 
 
 def _twice(ctx: CallContext, layers: list[Layer], i: int) -> NextCalledTwiceError:
