@@ -141,7 +141,7 @@ def _retention(originals: Sequence[str], summary: str) -> float:
     if not wanted:
         return 1.0
     hay = _norm(summary)
-    kept = sum(1 for e in wanted if re.search(rf"{re.escape(e)}", hay))
+    kept = sum(1 for e in wanted if re.search(rf"(?<!\w){re.escape(e)}(?!\w)", hay))
     return kept / len(wanted)
 
 

@@ -137,12 +137,15 @@ def test_reads_are_scoped_by_thread_and_namespace(archive: MessageArchive) -> No
     archive.put("alice", [HumanMessage("alice's", id="m1")], reason="compression")
     archive.put("bob", [HumanMessage("bob's", id="m1")], reason="compression")
     archive.put("alice", [HumanMessage("sub-agent", id="m2")], namespace="sub", reason="x")
+    archive.put("alice", [HumanMessage("sub's m1", id="m1")], namespace="sub", reason="x")
 
     alice, bob = archive.get("alice", "m1"), archive.get("bob", "m1")
     assert alice is not None and alice.content == "alice's"
     assert bob is not None and bob.content == "bob's"
     assert ids(archive.list("alice")) == ["m1"]
-    assert ids(archive.list("alice", namespace="sub")) == ["m2"]
+    assert ids(archive.list("alice", namespace="sub")) == ["m2", "m1"]
+    sub = archive.get("alice", "m1", namespace="sub")
+    assert sub is not None and sub.content == "sub's m1"
     assert archive.get("alice", "m2") is None
     assert archive.get("bob", "m2", namespace="sub") is None
     assert archive.list("carol") == []

@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -176,6 +177,7 @@ def test_extractive_is_deterministic_across_processes() -> None:
         subprocess.run(
             [sys.executable, "-c", code],
             env={**os.environ, "PYTHONHASHSEED": seed},
+            cwd=Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
             check=True,
@@ -381,7 +383,7 @@ async def test_fallback_on_timeout(mode: str) -> None:
         ("", "empty"),
         ("   \n", "empty"),
         ("The user and the assistant talked about an invoice problem.", "useless"),
-        ("x" * 10_000, "useless"),  # longer than what it summarizes
+        (GOOD * 40, "useless"),  # keeps entities, but is longer than what it summarizes
     ],
 )
 async def test_fallback_on_unusable_output(mode: str, reply: str, reason: str) -> None:
