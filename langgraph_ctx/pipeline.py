@@ -35,7 +35,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.graph import StateGraph
 from langgraph.types import Command
 
-from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.budget import Budget, Component, UsageReport, measure
 from langgraph_ctx.errors import (
     ConfigurationError,
     ContextRunError,
@@ -274,6 +274,26 @@ class CallContext:
             self.stream_writer({"langgraph_ctx": entry})
         return entry
 
+    def adjust_usage(self, component: Component, raw_delta: int) -> UsageReport:
+        """Re-measure after a middleware changed what will be sent.
+
+        ``raw_delta`` is the change in raw (uncalibrated) tokens of one
+        component. Later middleware then read the new report, and this call's
+        utilization entry records what is finally sent.
+        """
+        old = self.usage
+        if old is None:
+            raise ContextRunError("adjust_usage needs PreflightCheck to run first")
+        used = {**old.used}
+        used[component] = max(0, used.get(component, 0) + round(old.calibration * raw_delta))
+        self.usage = measure(
+            self.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw_delta
+        )
+        for entry in self.events:
+            if entry["kind"] == "utilization":
+                entry["data"]["sent_utilization"] = round(self.usage.utilization, 4)
+        return self.usage
+
     def merge(self, result: Any) -> Any:
         """Fold persistent updates and events into the node's return value."""
         updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
@@ -318,7 +338,7 @@ class Pipeline:
         *,
         budget: Budget | None = None,
         counter: TokenCounter | None = None,
-        tools: Sequence[Any] = (),
+        tools: Sequence[Any] | Callable[[Mapping[str, Any]], Sequence[Any]] = (),
         system_prompt: str | None = None,
         max_sessions: int = 1024,
         events: EventSink | None = None,
@@ -327,8 +347,9 @@ class Pipeline:
         if not isinstance(self.budget, Budget):
             raise ConfigurationError("Pipeline.budget", f"expected a Budget, got {budget!r}")
         self.counter = counter if counter is not None else TokenCounter()
-        self.tools = list(tools)
-        """Tools the wrapped nodes bind: counted against the tool budget."""
+        self.tools = tools if callable(tools) else list(tools)
+        """Tools the wrapped nodes bind, counted against the tool budget: a list,
+        or a function of the state (a session's discovered tools live there)."""
         self.system_prompt = system_prompt
         self.events = events
         """Where every ledger event is also written (the event table), if anywhere."""
@@ -470,7 +491,7 @@ class Pipeline:
             state=state,
             pipeline=self,
             session=self.session_for(config, state),
-            tools=list(self.tools),
+            tools=list(self.tools(state) if callable(self.tools) else self.tools),
             stream_writer=writer,
         )
 

@@ -67,6 +67,19 @@ def ledger_reducer(
     return append_bounded
 
 
+def lru_reducer(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Apply tool-cache operations: ``name`` touches it (moves it to the
+    most-recently-used end), ``"-name"`` evicts it."""
+    cache = list(left or ())
+    for op in right or ():
+        name = op[1:] if op.startswith("-") else op
+        if name in cache:
+            cache.remove(name)
+        if not op.startswith("-"):
+            cache.append(name)
+    return cache
+
+
 def merge_dicts(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
     """Key-by-key merge; the right side wins."""
     return {**(left or {}), **(right or {})}
@@ -79,8 +92,9 @@ class ContextState(TypedDict, total=False):
     """The conversation: user, assistant, tool messages, summaries."""
     thoughts: list[dict[str, Any]]
     """The current step's structured thoughts. Ephemeral: never in ``messages``."""
-    tool_cache: list[str]
-    """Names of discovered tools, least recently used first. Survives resume."""
+    tool_cache: Annotated[list[str], lru_reducer]
+    """Names of discovered tools, least recently used first. Survives resume.
+    Updates are operations (see :func:`lru_reducer`), not whole lists."""
     suggestions: list[str]
     """Proposed next actions for the user. Transient: replaced every step."""
     artifacts: Annotated[dict[str, ArtifactRef], merge_dicts]

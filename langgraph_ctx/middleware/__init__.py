@@ -2,5 +2,6 @@
 
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
-__all__ = ["PreflightCheck", "TieredCompression"]
+__all__ = ["PreflightCheck", "TieredCompression", "ToolEviction"]

@@ -28,7 +28,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.budget import UsageReport, measure
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, summary_info
 from langgraph_ctx.pipeline import (
@@ -273,7 +272,7 @@ class TieredCompression(Middleware):
         added = sum(count(m) for m in summaries[-1:] if m not in previous)
         ctx.session.cache.forget([str(m.id) for m in plan.compress])
         ctx.session.scratch["compression_advised"] = False
-        report = self._remeasure(ctx, removed_raw=removed, added_raw=added)
+        report = ctx.adjust_usage("messages", added - removed)
         after = ctx.counter.count_text(texts[0])
         ctx.record(
             "compression",
@@ -294,25 +293,6 @@ class TieredCompression(Middleware):
         if report.total > report.prompt_limit:
             self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
         return view.replace(messages=messages)
-
-    @staticmethod
-    def _remeasure(ctx: CallContext, *, removed_raw: int, added_raw: int) -> UsageReport:
-        """Update the usage report (and this call's utilization entry) to what is sent now."""
-        old = ctx.usage
-        assert old is not None
-        delta = old.calibration * (added_raw - removed_raw)
-        used = {**old.used, "messages": max(0, old.used["messages"] + round(delta))}
-        report = measure(
-            ctx.budget,
-            used,
-            calibration=old.calibration,
-            raw_total=old.raw_total + added_raw - removed_raw,
-        )
-        ctx.usage = report
-        for entry in ctx.events:
-            if entry["kind"] == "utilization":
-                entry["data"]["sent_utilization"] = round(report.utilization, 4)
-        return report
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.usage

@@ -1,0 +1,86 @@
+"""Tool eviction: keep bound tool schemas within capacity and the tool budget.
+
+Independent of message compression (paper, section 6.3): growing tool needs
+never squeeze the history, and a long history never evicts tools. Least
+recently used first; the always-include set and ``search_tools`` are exempt,
+so an evicted tool can always be found again.
+
+The eviction is persistent (``"-name"`` operations on the state's
+``tool_cache``), and this call binds only what is left.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.tools import ToolRegistry
+
+
+class ToolEviction(Middleware):
+    """Evicts least recently used tools when over capacity or over the tool budget."""
+
+    name = "tool_eviction"
+    priority = 20
+    default_nodes = ("call_llm",)
+
+    def __init__(self, registry: ToolRegistry, *, capacity: int = 16, **kwargs: Any) -> None:
+        """
+        Args:
+            registry: the agent's tools (its ``bound`` is the pipeline's tool provider).
+            capacity: most discovered tools kept in the session cache.
+        """
+        super().__init__(**kwargs)
+        if capacity < 0:
+            raise ConfigurationError("capacity", f"must be >= 0, got {capacity}")
+        self.registry = registry
+        self.capacity = capacity
+
+    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+        return next(self._evict(view, ctx))
+
+    async def acall(
+        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
+    ) -> Any:
+        return await next(self._evict(view, ctx))
+
+    def evictions(self, cache: list[str], tool_budget_raw: int) -> list[str]:
+        """Names to evict, least recently used first, to meet capacity and budget."""
+        cost = self.registry.cost
+        kept = [n for n in cache if n in cost and n not in self.registry.always]
+        fixed = sum(cost[n] for n in self.registry.bound_names([]))
+        total = fixed + sum(cost[n] for n in kept)
+        evicted: list[str] = []
+        while kept and (len(kept) > self.capacity or total > tool_budget_raw):
+            name = kept.pop(0)
+            evicted.append(name)
+            total -= cost[name]
+        return evicted
+
+    def _evict(self, view: View, ctx: CallContext) -> View:
+        report = ctx.usage
+        if report is None:
+            raise ConfigurationError("ToolEviction", "needs PreflightCheck to run before it")
+        cache = list(view.get("tool_cache") or ())
+        budget_raw = int(report.allocation["tools"] / max(report.calibration, 1e-6))
+        evicted = self.evictions(cache, budget_raw)
+        if not evicted:
+            return view
+        ctx.persist(self.name, tool_cache=[f"-{n}" for n in evicted])
+        kept = [n for n in cache if n not in evicted]
+        freed = sum(self.registry.cost[n] for n in evicted)
+        ctx.tools = [t for t in ctx.tools if t.name not in evicted]
+        report = ctx.adjust_usage("tools", -freed)
+        ctx.record(
+            "eviction",
+            {
+                "evicted": evicted,
+                "tokens_freed": freed,
+                "reason": "capacity" if len(cache) > self.capacity else "budget",
+                "cache": kept,
+            },
+        )
+        return view.replace(tool_cache=kept)

@@ -1,0 +1,236 @@
+"""The ``think`` node: structured thinking with confidence tracking (paper, section 3).
+
+The model fills a typed :class:`Thought`. The agent acts when confidence
+reaches ``tau`` and no further thought is needed, or after ``max_rounds``
+thoughts in a turn. After a tool result, the last thought's confidence is
+raised by ``alpha * gain * (1 - confidence)``, where the gain is the share of
+its information gaps the result addresses; if that reaches ``tau``, no new
+thought (and no model call) is needed.
+
+Thoughts are ephemeral: they live in the ``thoughts`` field for the current
+turn and never enter ``messages``. ``call_llm`` shows the current thought to
+the model for that call only, and adds to the history just a compact note of
+the chosen action and why, a few dozen tokens, next to its answer (not before
+the call: a trailing assistant message would read as a prefill). Thought
+tokens and answer tokens are tallied in ``session`` for the reasoning
+overhead ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from pydantic import BaseModel, Field
+
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import KEY
+from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.tokens import TokenCounter
+
+THINK_PROMPT = (
+    "Before acting, think about the conversation so far. State your hypothesis about what "
+    "the user needs, your confidence (0-1), the information you are missing, whether you "
+    "need another thought before acting, and your suggested next actions ranked by expected "
+    "utility: a tool call (name the tool), a clarifying question, or a direct response."
+)
+
+
+class SuggestedAction(BaseModel):
+    kind: Literal["tool_call", "clarify", "respond"]
+    detail: str = Field(description="the tool to call, the question, or the gist of the answer")
+    expected_utility: float = Field(ge=0.0, le=1.0)
+
+
+class Thought(BaseModel):
+    """One structured thought."""
+
+    hypothesis: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    gaps: list[str] = Field(default_factory=list, description="information still missing")
+    next_thought_needed: bool = False
+    actions: list[SuggestedAction] = Field(default_factory=list, description="best first")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThinkSettings:
+    """When the agent stops thinking and acts."""
+
+    tau: float = 0.7
+    """Confidence needed to act."""
+    max_rounds: int = 3
+    """Most thoughts per turn; the agent acts after the last one whatever its confidence."""
+    alpha: float = 0.5
+    """How much a tool result that fills every gap raises confidence (0-1)."""
+
+    def __post_init__(self) -> None:
+        for name in ("tau", "alpha"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigurationError(f"ThinkSettings.{name}", f"must be in [0, 1], got {value}")
+        if self.max_rounds < 1:
+            raise ConfigurationError(
+                "ThinkSettings.max_rounds", f"must be >= 1, got {self.max_rounds}"
+            )
+
+
+def update_confidence(confidence: float, gain: float, alpha: float) -> float:
+    """``confidence + alpha * gain * (1 - confidence)``: never above 1, never down."""
+    return confidence + alpha * max(0.0, min(1.0, gain)) * (1.0 - confidence)
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9\-]{2,}")
+
+
+def addressed(gap: str, text: str) -> bool:
+    """A gap counts as addressed when at least half of its content words appear in ``text``."""
+    words = set(_WORD.findall(gap.lower()))
+    if not words:
+        return False
+    found = set(_WORD.findall(text.lower()))
+    return len(words & found) * 2 >= len(words)
+
+
+def information_gain(gaps: Sequence[str], text: str) -> float:
+    """The share of ``gaps`` that ``text`` addresses."""
+    return sum(addressed(g, text) for g in gaps) / len(gaps) if gaps else 0.0
+
+
+def _turn_id(messages: Sequence[BaseMessage]) -> str:
+    for m in reversed(messages):
+        if m.type == "human":
+            return str(m.id)
+    return ""
+
+
+def turn_thoughts(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """This turn's thoughts (older ones belong to earlier turns and are ignored)."""
+    turn = _turn_id(state.get("messages") or ())
+    return [t for t in state.get("thoughts") or () if t.get("turn") == turn]
+
+
+def ready_to_act(state: Mapping[str, Any], settings: ThinkSettings) -> bool:
+    thoughts = turn_thoughts(state)
+    if not thoughts:
+        return False
+    last = thoughts[-1]
+    confident = last["confidence"] >= settings.tau and not last["next_thought_needed"]
+    return confident or len(thoughts) >= settings.max_rounds
+
+
+def route_after_think(
+    settings: ThinkSettings, *, act: str = "fetch_tools"
+) -> Callable[[Mapping[str, Any]], str]:
+    """Conditional edge: ``think`` again, or go on to ``act``."""
+
+    def route(state: Mapping[str, Any]) -> str:
+        return act if ready_to_act(state, settings) else "think"
+
+    return route
+
+
+def think_node(
+    model: BaseChatModel, settings: ThinkSettings | None = None
+) -> Runnable[Any, dict[str, Any]]:
+    """A graph node (sync and async) producing one :class:`Thought` per run."""
+    settings = settings or ThinkSettings()
+    counter = TokenCounter()
+    structured = model.with_structured_output(Thought)
+
+    def after_tools(state: Mapping[str, Any]) -> Thought | None:
+        # Raise the last thought's confidence by what the tool results filled in.
+        messages = state.get("messages") or []
+        thoughts = turn_thoughts(state)
+        if not thoughts or not messages or messages[-1].type != "tool":
+            return None
+        results = []
+        for m in reversed(messages):
+            if m.type != "tool":
+                break
+            results.append(m.text)
+        last = Thought.model_validate({k: v for k, v in thoughts[-1].items() if k != "turn"})
+        text = "\n".join(results)
+        gain = information_gain(last.gaps, text)
+        return last.model_copy(
+            update={
+                "confidence": update_confidence(last.confidence, gain, settings.alpha),
+                "gaps": [g for g in last.gaps if not addressed(g, text)],
+            }
+        )
+
+    def prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
+        earlier = turn_thoughts(state)
+        notes = [SystemMessage(THINK_PROMPT)]
+        if earlier:
+            notes.append(SystemMessage("Your earlier thoughts this turn:\n" + json.dumps(earlier)))
+        return [*(state.get("messages") or []), *notes]
+
+    def finish(state: Mapping[str, Any], thought: Thought, *, called: bool) -> dict[str, Any]:
+        messages = state.get("messages") or []
+        record = {**thought.model_dump(), "turn": _turn_id(messages)}
+        thoughts = [*turn_thoughts(state), record]
+        update: dict[str, Any] = {"thoughts": thoughts}
+        tokens = counter.count_text(json.dumps(record)) if called else 0
+        session = dict(state.get("session") or {})
+        update["session"] = {"reasoning_tokens": int(session.get("reasoning_tokens", 0)) + tokens}
+        ctx = current_context()
+        if ctx is not None:
+            ctx.record(
+                "thought",
+                {
+                    "confidence": round(thought.confidence, 3),
+                    "tokens": tokens,
+                    "round": len(thoughts),
+                    "model_call": called,
+                },
+            )
+        return update
+
+    def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        updated = after_tools(state)
+        if updated is not None and updated.confidence >= settings.tau:
+            return finish(state, updated, called=False)
+        return finish(state, _as_thought(structured.invoke(prompt(state), config)), called=True)
+
+    async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        updated = after_tools(state)
+        if updated is not None and updated.confidence >= settings.tau:
+            return finish(state, updated, called=False)
+        reply = await structured.ainvoke(prompt(state), config)
+        return finish(state, _as_thought(reply), called=True)
+
+    return RunnableLambda(run, afunc=arun, name="think")
+
+
+def _as_thought(value: Any) -> Thought:
+    return value if isinstance(value, Thought) else Thought.model_validate(value)
+
+
+def note(thought: Thought) -> AIMessage:
+    """The compact trace of a thought that enters the history: action and why."""
+    action = thought.actions[0] if thought.actions else None
+    chosen = f"{action.kind}: {action.detail}" if action else "respond"
+    why = thought.hypothesis[:160]
+    text = f"[plan] {chosen[:160]} (because: {why}; confidence {thought.confidence:.2f})"
+    return AIMessage(text, name="think", additional_kwargs={KEY: {"note": True}})
+
+
+def current_thought(state: Mapping[str, Any]) -> Thought | None:
+    """The latest thought of this turn, if the agent thought at all."""
+    thoughts = turn_thoughts(state)
+    if not thoughts:
+        return None
+    return Thought.model_validate({k: v for k, v in thoughts[-1].items() if k != "turn"})
+
+
+def reasoning_overhead(state: Mapping[str, Any]) -> float:
+    """Reasoning tokens / actionable tokens so far in the session (0 if no answers yet)."""
+    session = state.get("session") or {}
+    actionable = int(session.get("actionable_tokens", 0))
+    return int(session.get("reasoning_tokens", 0)) / actionable if actionable else 0.0
