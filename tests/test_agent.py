@@ -1,0 +1,68 @@
+"""The prebuilt agent: a scripted multi-tool task, then resume from the checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+
+from langgraph_ctx.agent import create_context_agent
+from langgraph_ctx.testing import ScriptedChatModel
+
+
+@tool
+def get_order(order_id: str) -> str:
+    """Look up an order by id: status, carrier and amount."""
+    return f'{{"order_id": "{order_id}", "amount": 412.5, "status": "delivered"}}'
+
+
+@tool
+def refund_order(order_id: str, amount: float) -> str:
+    """Refund an amount on an order to the customer's card."""
+    return f'{{"refund": "RF-{order_id}", "amount": {amount}}}'
+
+
+@tool
+def send_email(to: str, body: str) -> str:
+    """Send an e-mail message to a recipient address."""
+    return "sent"
+
+
+def call(name: str, args: dict[str, Any], cid: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": cid}])
+
+
+def test_multi_tool_task_and_resume(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'agent.sqlite'}"
+    config: Any = {"configurable": {"thread_id": "task"}}
+    first = ScriptedChatModel(
+        responses=[
+            call("search_tools", {"query": "look up an order"}, "s1"),
+            call("get_order", {"order_id": "ORD-7"}, "c1"),
+            "ORD-7 was delivered; it cost $412.50.",
+        ]
+    )
+    agent = create_context_agent(first, [get_order, refund_order], think=False, checkpointer=db)
+    out = agent.invoke({"messages": [HumanMessage("What happened to ORD-7?")]}, config)
+    assert out["messages"][-1].text.startswith("ORD-7 was delivered")
+    assert "get_order" in out["tool_cache"]
+
+    # A new process: a new agent object, the same SQLite file and thread.
+    second = ScriptedChatModel(
+        responses=[
+            call("send_email", {"to": "ana@example.com", "body": "refund"}, "c2"),
+            "I could not send the e-mail.",
+        ]
+    )
+    tools = [get_order, refund_order, send_email]
+    agent2 = create_context_agent(second, tools, think=False, checkpointer=db)
+    out2 = agent2.invoke({"messages": [HumanMessage("Refund it, please.")]}, config)
+    results = [m for m in out2["messages"] if isinstance(m, ToolMessage)]
+    # send_email was never discovered in this session: refused, with the way out.
+    assert "not loaded" in results[-1].text and "search_tools" in results[-1].text
+    assert "ORD-7 was delivered" in second.calls[0].text  # the history came back
+    assert set(out["tool_cache"]) <= set(second.calls[0].tool_names)  # and the tool cache
+    assert "send_email" not in second.calls[0].tool_names
+    assert out2["messages"][-1].text == "I could not send the e-mail."
