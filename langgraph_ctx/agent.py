@@ -76,6 +76,47 @@ def create_context_agent(
         middleware: more middleware, ordered with the built-ins by priority.
         state_schema: ``ContextState`` or a TypedDict extending it.
     """
+    builder = build_context_agent(
+        model,
+        tools,
+        system_prompt=system_prompt,
+        summary_model=summary_model,
+        budget=budget,
+        always_include=always_include,
+        tool_capacity=tool_capacity,
+        think=think,
+        think_model=think_model,
+        think_settings=think_settings,
+        archive=archive,
+        events=events,
+        middleware=middleware,
+        state_schema=state_schema,
+    )
+    return builder.compile(checkpointer=_saver(checkpointer))
+
+
+def build_context_agent(
+    model: BaseChatModel,
+    tools: Sequence[BaseTool] = (),
+    *,
+    system_prompt: str | None = None,
+    summary_model: BaseChatModel | None = None,
+    budget: Budget | None = None,
+    always_include: Sequence[str] = (),
+    tool_capacity: int = 16,
+    think: bool = True,
+    think_model: BaseChatModel | None = None,
+    think_settings: ThinkSettings | None = None,
+    archive: MessageArchive | None = None,
+    events: EventSink | None = None,
+    middleware: Sequence[Middleware] = (),
+    state_schema: type[Any] = ContextState,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The same agent, uncompiled, with its pipeline attached.
+
+    Compile it yourself, e.g. with no checkpointer so that, run inside a
+    parent graph, it checkpoints as the parent's subgraph (sub-agents do this).
+    """
     registry = ToolRegistry(tools, always_include=always_include)
     budget = budget or Budget.from_model(model)
     builtins: list[Middleware] = [
@@ -111,7 +152,7 @@ def create_context_agent(
         system_prompt=system_prompt,
         events=events,
     )
-    return pipeline.attach(builder).compile(checkpointer=_saver(checkpointer))
+    return pipeline.attach(builder)
 
 
 def _saver(checkpointer: BaseCheckpointSaver[Any] | str | None) -> BaseCheckpointSaver[Any]:

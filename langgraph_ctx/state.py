@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 LEDGER_SIZE = 64
 """Entries kept in ``context_ledger`` by the default reducer. Small on purpose:
