@@ -12,6 +12,7 @@ test can assert exactly what the model received::
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.tokens import TokenCounter
 
-Reply = AIMessage | str | Callable[[Sequence[BaseMessage]], AIMessage | str]
+Reply = AIMessage | str | Callable[..., AIMessage | str]
+"""A reply, or a function of the messages (and, if it takes two arguments, the
+bound tool schemas) that returns one."""
 StructuredReply = Any  # a dict, a pydantic instance, or a function of the messages
 
 
@@ -100,7 +103,7 @@ class ScriptedChatModel(BaseChatModel):
 
         def answer(value: LanguageModelInput) -> Any:
             messages = self._convert_input(value).to_messages()
-            self._record(messages, (), structured=name)
+            self._record(messages, (_schema_tool(schema, name),), structured=name)
             with self._lock:
                 if self._structured_cursor < len(self.structured_responses):
                     reply = self.structured_responses[self._structured_cursor]
@@ -141,7 +144,7 @@ class ScriptedChatModel(BaseChatModel):
                     f"give it more responses or a default"
                 )
         if callable(reply) and not isinstance(reply, AIMessage):
-            reply = reply(messages)
+            reply = reply(messages, list(tools)) if _arity(reply) >= 2 else reply(messages)
         message = AIMessage(reply) if isinstance(reply, str) else reply.model_copy(deep=True)
         if self.report_usage:
             message.usage_metadata = self._usage(messages, tools, message)
@@ -173,6 +176,21 @@ class ScriptedChatModel(BaseChatModel):
             "output_tokens": output_tokens,
             "total_tokens": input_tokens + output_tokens,
         }
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        return len(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return 1
+
+
+def _schema_tool(schema: Any, name: str) -> dict[str, Any]:
+    # What a provider would be sent for structured output: the schema as a tool.
+    try:
+        return convert_to_openai_tool(schema)
+    except Exception:
+        return {"type": "function", "function": {"name": name, "parameters": schema}}
 
 
 def _is_openai_tool(tool: Any) -> bool:
