@@ -1,0 +1,268 @@
+"""Run langgraph-ctx middleware inside LangChain's ``create_agent``.
+
+::
+
+    agent = create_agent(
+        model,
+        tools,
+        system_prompt="You are a logistics assistant.",
+        middleware=[ContextMiddleware([PreflightCheck(), TieredCompression()], budget=budget)],
+        checkpointer=InMemorySaver(),
+    )
+
+The chain runs once per model call, in ``wrap_model_call``: the view is the agent
+state with the request's messages; its ``next`` calls the model with the view's
+messages and ``ctx.tools`` (ephemeral: this request only) and returns
+``{"messages": [answer]}``, which the layers may post-process (pre-flight
+calibrates from it). Persistent updates and ledger events (``context_ledger``,
+added to the agent state; also on the custom stream) return as the ``Command``
+of an ``ExtendedModelResponse``: applied with the answer in one step, so if the
+model call fails neither lands. Persisted messages land before the answer, as
+in a :class:`~langgraph_ctx.Pipeline`: the command moves the answer after them.
+
+Put it first in ``middleware=[...]`` (outermost): it then sees the messages as
+checkpointed, and other middleware's request edits apply on top of its own.
+Node filters (``nodes=``, ``default_nodes``) are ignored: every layer runs on
+every model call. A ``wrap_model_call`` middleware inside this one whose
+``Command`` adds messages loses them on a call that compresses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Annotated, Any, cast
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+from typing_extensions import NotRequired
+
+from langgraph_ctx.budget import Budget
+from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.pipeline import (
+    AsyncNext,
+    CallContext,
+    EventSink,
+    FunctionMiddleware,
+    Layer,
+    Middleware,
+    Next,
+    Pipeline,
+    View,
+    _aguard,
+    _as_view,
+    _aterminal,
+    _guard,
+    _terminal,
+    _twice,
+    graph_namespace,
+)
+from langgraph_ctx.state import LedgerEntry, ledger_reducer
+from langgraph_ctx.tokens import TokenCounter
+
+NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
+
+
+class ContextAgentState(AgentState[Any]):
+    """The agent state, plus the bounded ledger of what the context manager did."""
+
+    context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
+
+
+class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
+    """Our middleware chain as one LangChain agent middleware."""
+
+    state_schema = ContextAgentState
+
+    def __init__(
+        self,
+        middleware: Iterable[Middleware | Callable[..., Any]],
+        *,
+        budget: Budget | None = None,
+        counter: TokenCounter | None = None,
+        system_prompt_counted: bool = True,
+        events: EventSink | None = None,
+        max_sessions: int = 1024,
+    ) -> None:
+        """
+        Args:
+            middleware: our middleware, ordered by priority, then list order.
+            budget: the window and its allocations. Default: the 128K table.
+            counter: how tokens are counted. Default: cl100k.
+            system_prompt_counted: count the request's system prompt as ``system``.
+            events: where every ledger event is also written, if anywhere.
+            max_sessions: threads whose token caches are kept in memory.
+        """
+        layers = [m if isinstance(m, Middleware) else FunctionMiddleware(m) for m in middleware]
+        # The pipeline validates the layers and keeps the per-thread token caches;
+        # it is never attached to a graph.
+        self.pipeline = Pipeline(
+            layers, budget=budget, counter=counter, events=events, max_sessions=max_sessions
+        )
+        order = sorted(enumerate(layers), key=lambda p: (p[1].priority, p[0]))
+        self.layers = [Layer(m, m.priority, i, None) for i, m in order]
+        self.system_prompt_counted = system_prompt_counted
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        ctx, view = self._context(request)
+        layers, config = self.layers, ctx.config
+
+        def step(i: int) -> Next:
+            called = False
+
+            def call(v: View) -> Any:
+                nonlocal called
+                if called:
+                    raise _twice(ctx, layers, i)
+                called = True
+                if i == len(layers):
+                    return _terminal(ctx, lambda: _as_update(handler(_shape(request, v, ctx))))
+                mw = layers[i].middleware
+                if not mw.has_sync:
+                    raise ContextRunError(
+                        f"middleware {mw.name!r} is async-only: run the agent with ainvoke/astream"
+                    )
+                return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
+
+            return call
+
+        response = _as_response(step(0)(view))
+        if self.pipeline.events is not None and ctx.events:
+            self.pipeline.events.write(
+                ctx.thread_id or "default", graph_namespace(config), ctx.events
+            )
+        return _extended(response, ctx)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ExtendedModelResponse[Any]:
+        ctx, view = self._context(request)
+        layers, config = self.layers, ctx.config
+        loop = asyncio.get_running_loop()
+
+        def step(i: int) -> AsyncNext:
+            called = False
+
+            async def call(v: View) -> Any:
+                nonlocal called
+                if called:
+                    raise _twice(ctx, layers, i)
+                called = True
+                if i == len(layers):
+                    return _as_update(await _aterminal(ctx, handler(_shape(request, v, ctx))))
+                mw, nxt = layers[i].middleware, step(i + 1)
+                if mw.has_async:
+                    return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, nxt))
+
+                def sync_next(v: View) -> Any:
+                    # Runs in the worker thread: hand the rest of the chain back to the loop.
+                    return asyncio.run_coroutine_threadsafe(cast(Any, nxt(v)), loop).result()
+
+                return await _aguard(
+                    ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
+                )
+
+            return call
+
+        response = _as_response(await step(0)(view))
+        if self.pipeline.events is not None and ctx.events:
+            thread, ns = ctx.thread_id or "default", graph_namespace(config)
+            await self.pipeline.events.awrite(thread, ns, ctx.events)
+        return _extended(response, ctx)
+
+    def _context(self, request: ModelRequest[Any]) -> tuple[CallContext, View]:
+        config = _config(request)
+        state = cast(dict[str, Any], request.state)
+        pipeline = self.pipeline
+        prompt = request.system_prompt if self.system_prompt_counted else None
+        if prompt:
+            # A per-call copy sharing the session caches: the prompt may differ per call.
+            pipeline = copy.copy(pipeline)
+            pipeline.system_prompt = prompt
+        ctx = CallContext(
+            node=NODE,
+            config=config,
+            state=state,
+            pipeline=pipeline,
+            session=pipeline.session_for(config, state),
+            tools=list(request.tools),
+            stream_writer=request.runtime.stream_writer if request.runtime else None,
+        )
+        return ctx, View({**state, "messages": list(request.messages)})
+
+
+def _config(request: ModelRequest[Any]) -> RunnableConfig:
+    try:
+        return get_config()
+    except RuntimeError:  # Python 3.10 under asyncio: no config context; use the runtime's
+        info = getattr(request.runtime, "execution_info", None)
+        if info is None:
+            return {}
+        conf = {"thread_id": info.thread_id, "checkpoint_ns": info.checkpoint_ns}
+        return {"configurable": {k: v for k, v in conf.items() if v is not None}}
+
+
+def _shape(request: ModelRequest[Any], view: View, ctx: CallContext) -> ModelRequest[Any]:
+    return request.override(messages=list(view["messages"]), tools=list(ctx.tools))
+
+
+def _as_update(response: ModelResponse[Any]) -> dict[str, Any]:
+    # Our middleware post-process a node's update, not LangChain's response type.
+    update: dict[str, Any] = {"messages": list(response.result)}
+    if response.structured_response is not None:
+        update["structured_response"] = response.structured_response
+    return update
+
+
+def _as_response(result: Any) -> ModelResponse[Any]:
+    if isinstance(result, ModelResponse):
+        return result
+    if isinstance(result, AIMessage):
+        return ModelResponse(result=[result])
+    if isinstance(result, dict) and isinstance(result.get("messages"), list):
+        return ModelResponse(
+            result=result["messages"], structured_response=result.get("structured_response")
+        )
+    raise ContextRunError(
+        f"the middleware chain returned {type(result).__name__}; inside create_agent it must "
+        "return the update next() returned, an AIMessage or a ModelResponse"
+    )
+
+
+def _extended(response: ModelResponse[Any], ctx: CallContext) -> ExtendedModelResponse[Any]:
+    writes: list[tuple[str, Any]] = [kv for p in ctx.persistent for kv in p.values.items()]
+    if any(k == "messages" for k, _ in writes):
+        # LangChain applies the answer first; move it after ours, as a Pipeline orders them.
+        answer = list(response.result)
+        for m in answer:
+            m.id = m.id or str(uuid.uuid4())  # the answer's own write keeps this id
+        if not any(k == "messages" and _removes_all(v) for k, v in writes):
+            writes.append(("messages", [RemoveMessage(id=str(m.id)) for m in answer]))
+        writes.append(("messages", answer))
+    if ctx.events:
+        writes.append(("context_ledger", list(ctx.events)))
+    return ExtendedModelResponse(response, Command(update=writes) if writes else None)
+
+
+def _removes_all(messages: Sequence[Any] | Any) -> bool:
+    return isinstance(messages, Sequence) and any(
+        isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES for m in messages
+    )
