@@ -504,32 +504,12 @@ class Pipeline:
         writer: Callable[[Any], None] | None = None,
     ) -> Any:
         """Run ``node`` through its layers, synchronously."""
-        layers = self.layers_for(node)
         ctx = self._context(node, state, config, writer)
-
-        def step(i: int) -> Next:
-            called = False
-
-            def call(view: View) -> Any:
-                nonlocal called
-                if called:
-                    raise _twice(ctx, layers, i)
-                called = True
-                if i == len(layers):
-                    return _terminal(ctx, lambda: inner.invoke(dict(view), config))
-                mw = layers[i].middleware
-                if not mw.has_sync:
-                    raise ContextRunError(
-                        f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
-                    )
-                return _guard(ctx, mw, lambda: mw(_as_view(view), config, ctx, step(i + 1)))
-
-            return call
-
-        result = step(0)(View(state))
+        result = run_layers(
+            self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
+        )
         if self.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(config)
-            self.events.write(thread, ns, ctx.events)
+            self.events.write(ctx.thread_id or "default", graph_namespace(config), ctx.events)
         return ctx.merge(result)
 
     async def ainvoke_node(
@@ -541,45 +521,88 @@ class Pipeline:
         writer: Callable[[Any], None] | None = None,
     ) -> Any:
         """Run ``node`` through its layers, asynchronously."""
-        layers = self.layers_for(node)
         ctx = self._context(node, state, config, writer)
-        loop = asyncio.get_running_loop()
-
-        def step(i: int) -> AsyncNext:
-            called = False
-
-            async def call(view: View) -> Any:
-                nonlocal called
-                if called:
-                    raise _twice(ctx, layers, i)
-                called = True
-                if i == len(layers):
-                    return await _aterminal(ctx, inner.ainvoke(dict(view), config))
-                mw = layers[i].middleware
-                if mw.has_async:
-                    return await _aguard(
-                        ctx, mw, mw.acall(_as_view(view), config, ctx, step(i + 1))
-                    )
-                nxt = step(i + 1)
-
-                def sync_next(v: View) -> Any:
-                    # Runs in the worker thread: hand the rest of the chain back to the loop.
-                    return asyncio.run_coroutine_threadsafe(cast(Any, nxt(v)), loop).result()
-
-                return await _aguard(
-                    ctx, mw, asyncio.to_thread(mw, _as_view(view), config, ctx, sync_next)
-                )
-
-            return call
-
-        result = await step(0)(View(state))
+        result = await arun_layers(
+            self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
+        )
         if self.events is not None and ctx.events:
             thread, ns = ctx.thread_id or "default", graph_namespace(config)
             await self.events.awrite(thread, ns, ctx.events)
         return ctx.merge(result)
 
 
-def _twice(ctx: CallContext, layers: list[Layer], i: int) -> NextCalledTwiceError:
+def run_layers(
+    layers: Sequence[Layer], ctx: CallContext, view: View, terminal: Callable[[View], Any]
+) -> Any:
+    """Run ``layers`` in order around ``terminal`` (the node, or a model call).
+
+    The one place the ``next`` contract is enforced: each layer gets a ``next``
+    that may be called once; an error a layer raises is wrapped with its name;
+    the terminal's own errors pass through untouched.
+    """
+    config = ctx.config
+
+    def step(i: int) -> Next:
+        called = False
+
+        def call(v: View) -> Any:
+            nonlocal called
+            if called:
+                raise _twice(ctx, layers, i)
+            called = True
+            if i == len(layers):
+                return _terminal(ctx, lambda: terminal(v))
+            mw = layers[i].middleware
+            if not mw.has_sync:
+                raise ContextRunError(
+                    f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
+                )
+            return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
+
+        return call
+
+    return step(0)(view)
+
+
+async def arun_layers(
+    layers: Sequence[Layer],
+    ctx: CallContext,
+    view: View,
+    terminal: Callable[[View], Awaitable[Any]],
+) -> Any:
+    """Async :func:`run_layers`. A sync-only layer runs in a worker thread."""
+    config = ctx.config
+    loop = asyncio.get_running_loop()
+
+    def step(i: int) -> AsyncNext:
+        called = False
+
+        async def call(v: View) -> Any:
+            nonlocal called
+            if called:
+                raise _twice(ctx, layers, i)
+            called = True
+            if i == len(layers):
+                return await _aterminal(ctx, terminal(v))
+            mw = layers[i].middleware
+            if mw.has_async:
+                return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, step(i + 1)))
+            nxt = step(i + 1)
+
+            def sync_next(inner_view: View) -> Any:
+                # Runs in the worker thread: hand the rest of the chain back to the loop.
+                return asyncio.run_coroutine_threadsafe(cast(Any, nxt(inner_view)), loop).result()
+
+            return await _aguard(
+                ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
+            )
+
+        return call
+
+    return await step(0)(view)
+
+
+def _twice(ctx: CallContext, layers: Sequence[Layer], i: int) -> NextCalledTwiceError:
     # Raised inside the caller's next(): mark it so the caller's guard lets it through as is.
     error = NextCalledTwiceError(layers[i - 1].middleware.name if i else "<pipeline>", ctx.node)
     ctx._passing.add(id(error))

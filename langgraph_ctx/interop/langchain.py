@@ -29,7 +29,6 @@ every model call. A ``wrap_model_call`` middleware inside this one whose
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -52,22 +51,16 @@ from typing_extensions import NotRequired
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.pipeline import (
-    AsyncNext,
     CallContext,
     EventSink,
     FunctionMiddleware,
     Layer,
     Middleware,
-    Next,
     Pipeline,
     View,
-    _aguard,
-    _as_view,
-    _aterminal,
-    _guard,
-    _terminal,
-    _twice,
+    arun_layers,
     graph_namespace,
+    run_layers,
 )
 from langgraph_ctx.state import LedgerEntry, ledger_reducer
 from langgraph_ctx.tokens import TokenCounter
@@ -121,33 +114,13 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ExtendedModelResponse[Any]:
         ctx, view = self._context(request)
-        layers, config = self.layers, ctx.config
-
-        def step(i: int) -> Next:
-            called = False
-
-            def call(v: View) -> Any:
-                nonlocal called
-                if called:
-                    raise _twice(ctx, layers, i)
-                called = True
-                if i == len(layers):
-                    return _terminal(ctx, lambda: _as_update(handler(_shape(request, v, ctx))))
-                mw = layers[i].middleware
-                if not mw.has_sync:
-                    raise ContextRunError(
-                        f"middleware {mw.name!r} is async-only: run the agent with ainvoke/astream"
-                    )
-                return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
-
-            return call
-
-        response = _as_response(step(0)(view))
+        result = run_layers(
+            self.layers, ctx, view, lambda v: _as_update(handler(_shape(request, v, ctx)))
+        )
         if self.pipeline.events is not None and ctx.events:
-            self.pipeline.events.write(
-                ctx.thread_id or "default", graph_namespace(config), ctx.events
-            )
-        return _extended(response, ctx)
+            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
+            self.pipeline.events.write(thread, ns, ctx.events)
+        return _extended(_as_response(result), ctx)
 
     async def awrap_model_call(
         self,
@@ -155,38 +128,15 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         ctx, view = self._context(request)
-        layers, config = self.layers, ctx.config
-        loop = asyncio.get_running_loop()
 
-        def step(i: int) -> AsyncNext:
-            called = False
+        async def terminal(v: View) -> dict[str, Any]:
+            return _as_update(await handler(_shape(request, v, ctx)))
 
-            async def call(v: View) -> Any:
-                nonlocal called
-                if called:
-                    raise _twice(ctx, layers, i)
-                called = True
-                if i == len(layers):
-                    return _as_update(await _aterminal(ctx, handler(_shape(request, v, ctx))))
-                mw, nxt = layers[i].middleware, step(i + 1)
-                if mw.has_async:
-                    return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, nxt))
-
-                def sync_next(v: View) -> Any:
-                    # Runs in the worker thread: hand the rest of the chain back to the loop.
-                    return asyncio.run_coroutine_threadsafe(cast(Any, nxt(v)), loop).result()
-
-                return await _aguard(
-                    ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
-                )
-
-            return call
-
-        response = _as_response(await step(0)(view))
+        result = await arun_layers(self.layers, ctx, view, terminal)
         if self.pipeline.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(config)
+            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
             await self.pipeline.events.awrite(thread, ns, ctx.events)
-        return _extended(response, ctx)
+        return _extended(_as_response(result), ctx)
 
     def _context(self, request: ModelRequest[Any]) -> tuple[CallContext, View]:
         config = _config(request)
