@@ -17,316 +17,66 @@ user's own nodes need no change::
 
     pipeline = Pipeline([PreflightCheck(nodes=["agent"])], budget=Budget.for_window(32_000))
     graph = pipeline.attach(builder).compile(checkpointer=saver)
+
+The core reads in three short modules: ``call`` (what one call carries:
+View, PersistentUpdate, CallContext), ``layers`` (the middleware contract
+and the loop that runs it), and this one (ordering and wiring).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import inspect
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
-from langgraph.errors import GraphBubbleUp
 from langgraph.graph import StateGraph
-from langgraph.types import Command
 
-from langgraph_ctx.budget import Budget, Component, UsageReport, measure
-from langgraph_ctx.errors import (
-    ConfigurationError,
-    ContextRunError,
-    MiddlewareError,
-    NextCalledTwiceError,
+from langgraph_ctx.budget import Budget
+from langgraph_ctx.call import (
+    CallContext,
+    EventSink,
+    PersistentUpdate,
+    SessionTokens,
+    View,
+    current_context,
+    graph_namespace,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_entry
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.layers import (
+    DEFAULT_PRIORITY,
+    AsyncNext,
+    FunctionMiddleware,
+    Layer,
+    Middleware,
+    Next,
+    arun_layers,
+    as_middleware,
+    run_layers,
+)
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
 
-DEFAULT_PRIORITY = 100
-
-
-class View(Mapping[str, Any]):
-    """The state as this call's node will see it. Read-only.
-
-    ``view.replace(messages=...)`` returns a new view: an ephemeral change,
-    never written to the checkpoint. To change state for good, use
-    :meth:`CallContext.persist`.
-    """
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self._data = dict(data)
-
-    def replace(self, **changes: Any) -> View:
-        return View({**self._data, **changes})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"View({sorted(self._data)})"
-
-
-@dataclasses.dataclass(frozen=True)
-class PersistentUpdate:
-    """A state update a middleware made that must enter the checkpoint.
-
-    Applied through the graph's reducers, before the node's own update, in the
-    same super-step: if the node fails, neither lands.
-    """
-
-    values: Mapping[str, Any]
-    source: str
-    """The middleware that made it."""
-
-
-class EventSink(Protocol):
-    """Receives every ledger event of a node call, after the call succeeds.
-
-    Writes must be idempotent on ``(thread_id, namespace, entry["seq"])``:
-    LangGraph re-runs a step that was in flight when a process died, and the
-    re-run records the same events with the same sequence numbers.
-    """
-
-    def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None: ...
-
-    async def awrite(
-        self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]
-    ) -> None: ...
-
-
-class Next(Protocol):
-    def __call__(self, view: View, /) -> Any: ...
-
-
-class AsyncNext(Protocol):
-    def __call__(self, view: View, /) -> Awaitable[Any]: ...
-
-
-class Middleware:
-    """Base class: override ``__call__`` (sync) and/or ``acall`` (async).
-
-    Both default to passing the call straight through. A middleware that only
-    overrides ``__call__`` still works under ``ainvoke``: it runs in a worker
-    thread and its ``next`` hops back onto the event loop.
-    """
-
-    name: str = ""
-    priority: int = DEFAULT_PRIORITY
-    default_nodes: tuple[str, ...] | None = None
-    """Nodes this built-in applies to unless told otherwise. Unlike an explicit
-    filter, a default may name nodes the graph lacks, as long as one exists."""
-
-    def __init__(
-        self,
-        *,
-        priority: int | None = None,
-        nodes: Sequence[str] | None = None,
-        name: str | None = None,
-    ) -> None:
-        if priority is not None:
-            self.priority = priority
-        self.nodes: tuple[str, ...] | None = tuple(nodes) if nodes is not None else None
-        if name is not None:
-            self.name = name
-        if not self.name:
-            self.name = type(self).__name__
-
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        return next(view)
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await next(view)
-
-    @property
-    def has_sync(self) -> bool:
-        return True
-
-    @property
-    def has_async(self) -> bool:
-        return (
-            type(self).acall is not Middleware.acall or type(self).__call__ is Middleware.__call__
-        )
-
-
-class FunctionMiddleware(Middleware):
-    """A plain (sync or async) function used as middleware."""
-
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        priority: int | None = None,
-        nodes: Sequence[str] | None = None,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(priority=priority, nodes=nodes, name=name or getattr(fn, "__name__", ""))
-        self.fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
-
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        if self._is_async:
-            raise ContextRunError(
-                f"middleware {self.name!r} is async-only: run the graph with ainvoke/astream"
-            )
-        return self.fn(view, config, ctx, next)
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await self.fn(view, config, ctx, next)
-
-    @property
-    def has_sync(self) -> bool:
-        return not self._is_async
-
-    @property
-    def has_async(self) -> bool:
-        return self._is_async
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def as_middleware(
-    *, priority: int = DEFAULT_PRIORITY, nodes: Sequence[str] | None = None, name: str | None = None
-) -> Callable[[Callable[..., Any]], FunctionMiddleware]:
-    """Decorate ``fn(view, config, ctx, next)`` to make it a middleware."""
-
-    def wrap(fn: Callable[..., Any]) -> FunctionMiddleware:
-        return FunctionMiddleware(fn, priority=priority, nodes=nodes, name=name)
-
-    return wrap
-
-
-@dataclasses.dataclass
-class SessionTokens:
-    """Token state that outlives one call: the message cache and calibration."""
-
-    cache: MessageTokenCache
-    calibration: Calibration = dataclasses.field(default_factory=Calibration)
-    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-    scratch: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """Per-session notes a middleware keeps between calls (in memory only)."""
-
-
-@dataclasses.dataclass
-class CallContext:
-    """Travels through the middleware of one node call and into the node.
-
-    Read it from a node with :func:`current_context`.
-    """
-
-    node: str
-    config: RunnableConfig
-    state: Mapping[str, Any]
-    """The node's input as LangGraph gave it, before any middleware."""
-    pipeline: Pipeline
-    session: SessionTokens
-    usage: UsageReport | None = None
-    """Written by pre-flight."""
-    tools: list[Any] = dataclasses.field(default_factory=list)
-    """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
-    annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """Free-form notes from one middleware to the next."""
-    persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
-    events: list[LedgerEntry] = dataclasses.field(default_factory=list)
-    stream_writer: Callable[[Any], None] | None = None
-    _passing: set[int] = dataclasses.field(default_factory=set)
-
-    @property
-    def budget(self) -> Budget:
-        return self.pipeline.budget
-
-    @property
-    def counter(self) -> TokenCounter:
-        return self.pipeline.counter
-
-    @property
-    def thread_id(self) -> str | None:
-        value = self.config.get("configurable", {}).get("thread_id")
-        return None if value is None else str(value)
-
-    def persist(self, source: str, **values: Any) -> PersistentUpdate:
-        """Record a state update that enters the checkpoint with the node's."""
-        update = PersistentUpdate(values=values, source=source)
-        self.persistent.append(update)
-        return update
-
-    def record(self, kind: str, data: dict[str, Any]) -> LedgerEntry:
-        """Append an event to the ledger (persistent) and emit it on the custom stream."""
-        previous = self.events or self.state.get("context_ledger") or None
-        entry = ledger_entry(kind, self.node, data, after=previous)
-        self.events.append(entry)
-        if self.stream_writer is not None:
-            self.stream_writer({"langgraph_ctx": entry})
-        return entry
-
-    def adjust_usage(self, component: Component, raw_delta: int) -> UsageReport:
-        """Re-measure after a middleware changed what will be sent.
-
-        ``raw_delta`` is the change in raw (uncalibrated) tokens of one
-        component. Later middleware then read the new report, and this call's
-        utilization entry records what is finally sent.
-        """
-        old = self.usage
-        if old is None:
-            raise ContextRunError("adjust_usage needs PreflightCheck to run first")
-        used = {**old.used}
-        used[component] = max(0, used.get(component, 0) + round(old.calibration * raw_delta))
-        self.usage = measure(
-            self.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw_delta
-        )
-        for entry in self.events:
-            if entry["kind"] == "utilization":
-                entry["data"]["sent_utilization"] = round(self.usage.utilization, 4)
-        return self.usage
-
-    def merge(self, result: Any) -> Any:
-        """Fold persistent updates and events into the node's return value."""
-        updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
-        if self.events and "context_ledger" in self.pipeline.channels:
-            updates.append(Command(update={"context_ledger": list(self.events)}))
-        if not updates:
-            return result
-        if result is None:
-            return updates
-        if isinstance(result, list) and any(isinstance(r, Command) for r in result):
-            return [*updates, *result]
-        return [*updates, result]
-
-
-_current: ContextVar[CallContext | None] = ContextVar("langgraph_ctx_call", default=None)
-
-
-def current_context() -> CallContext | None:
-    """The call context of the node running now, or ``None`` outside a pipeline."""
-    return _current.get()
-
-
-@dataclasses.dataclass(frozen=True)
-class Layer:
-    middleware: Middleware
-    priority: int
-    index: int
-    nodes: frozenset[str] | None
-
-
-@runtime_checkable
-class _HasNodes(Protocol):
-    nodes: dict[str, Any]
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "AsyncNext",
+    "CallContext",
+    "EventSink",
+    "FunctionMiddleware",
+    "Layer",
+    "Middleware",
+    "Next",
+    "PersistentUpdate",
+    "Pipeline",
+    "SessionTokens",
+    "View",
+    "arun_layers",
+    "as_middleware",
+    "current_context",
+    "graph_namespace",
+    "run_layers",
+]
 
 
 class Pipeline:
@@ -531,99 +281,6 @@ class Pipeline:
         return ctx.merge(result)
 
 
-def run_layers(
-    layers: Sequence[Layer], ctx: CallContext, view: View, terminal: Callable[[View], Any]
-) -> Any:
-    """Run ``layers`` in order around ``terminal`` (the node, or a model call).
-
-    The one place the ``next`` contract is enforced: each layer gets a ``next``
-    that may be called once; an error a layer raises is wrapped with its name;
-    the terminal's own errors pass through untouched.
-    """
-    config = ctx.config
-
-    def step(i: int) -> Next:
-        called = False
-
-        def call(v: View) -> Any:
-            nonlocal called
-            if called:
-                raise _twice(ctx, layers, i)
-            called = True
-            if i == len(layers):
-                return _terminal(ctx, lambda: terminal(v))
-            mw = layers[i].middleware
-            if not mw.has_sync:
-                raise ContextRunError(
-                    f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
-                )
-            return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
-
-        return call
-
-    return step(0)(view)
-
-
-async def arun_layers(
-    layers: Sequence[Layer],
-    ctx: CallContext,
-    view: View,
-    terminal: Callable[[View], Awaitable[Any]],
-) -> Any:
-    """Async :func:`run_layers`. A sync-only layer runs in a worker thread."""
-    config = ctx.config
-    loop = asyncio.get_running_loop()
-
-    def step(i: int) -> AsyncNext:
-        called = False
-
-        async def call(v: View) -> Any:
-            nonlocal called
-            if called:
-                raise _twice(ctx, layers, i)
-            called = True
-            if i == len(layers):
-                return await _aterminal(ctx, terminal(v))
-            mw = layers[i].middleware
-            if mw.has_async:
-                return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, step(i + 1)))
-            nxt = step(i + 1)
-
-            def sync_next(inner_view: View) -> Any:
-                # Runs in the worker thread: hand the rest of the chain back to the loop.
-                return asyncio.run_coroutine_threadsafe(cast(Any, nxt(inner_view)), loop).result()
-
-            return await _aguard(
-                ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
-            )
-
-        return call
-
-    return await step(0)(view)
-
-
-def _twice(ctx: CallContext, layers: Sequence[Layer], i: int) -> NextCalledTwiceError:
-    # Raised inside the caller's next(): mark it so the caller's guard lets it through as is.
-    error = NextCalledTwiceError(layers[i - 1].middleware.name if i else "<pipeline>", ctx.node)
-    ctx._passing.add(id(error))
-    return error
-
-
-def graph_namespace(config: RunnableConfig) -> str:
-    """The namespace of the graph a node runs in: ``""`` for the root graph.
-
-    A node's ``checkpoint_ns`` ends with its own task (``node:task-id``); drop
-    it, and drop the task ids of enclosing subgraphs, which change every run.
-    """
-    ns = str(config.get("configurable", {}).get("checkpoint_ns", ""))
-    parts = [p.split(":")[0] for p in ns.split("|") if p]
-    return "|".join(parts[:-1])
-
-
-def _as_view(view: Mapping[str, Any]) -> View:
-    return view if isinstance(view, View) else View(view)
-
-
 def _writer(runtime: Any) -> Callable[[Any], None] | None:
     return cast(Callable[[Any], None] | None, getattr(runtime, "stream_writer", None))
 
@@ -637,55 +294,3 @@ def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> 
                 calibration.ratio = float(data["calibration"])
                 calibration.samples = int(data["calibration_samples"])
             return
-
-
-def _terminal(ctx: CallContext, run: Callable[[], Any]) -> Any:
-    token = _current.set(ctx)
-    try:
-        return run()
-    except BaseException as exc:
-        ctx._passing.add(id(exc))  # the node's own error: middleware must not re-wrap it
-        raise
-    finally:
-        _current.reset(token)
-
-
-async def _aterminal(ctx: CallContext, run: Awaitable[Any]) -> Any:
-    token = _current.set(ctx)
-    try:
-        return await run
-    except BaseException as exc:
-        ctx._passing.add(id(exc))
-        raise
-    finally:
-        _current.reset(token)
-
-
-def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseException | None:
-    if id(exc) in ctx._passing or isinstance(exc, (GraphBubbleUp, asyncio.CancelledError)):
-        return None
-    if not isinstance(exc, Exception):
-        return None
-    wrapped = MiddlewareError(mw.name, ctx.node, exc)
-    ctx._passing.add(id(wrapped))
-    return wrapped
-
-
-def _guard(ctx: CallContext, mw: Middleware, run: Callable[[], Any]) -> Any:
-    try:
-        return run()
-    except BaseException as exc:
-        wrapped = _wrap_error(ctx, mw, exc)
-        if wrapped is None:
-            raise
-        raise wrapped from exc
-
-
-async def _aguard(ctx: CallContext, mw: Middleware, run: Awaitable[Any]) -> Any:
-    try:
-        return await run
-    except BaseException as exc:
-        wrapped = _wrap_error(ctx, mw, exc)
-        if wrapped is None:
-            raise
-        raise wrapped from exc

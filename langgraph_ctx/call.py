@@ -1,0 +1,200 @@
+"""What travels through one node call: the view, persistent updates, the call context.
+
+Two kinds of change, two types. A :class:`View` is what this call's node will
+see; handing ``next`` a different view is an *ephemeral* change. A
+:class:`PersistentUpdate` (made with :meth:`CallContext.persist`) is merged
+with the node's own update through the graph's reducers, so it is
+checkpointed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from langgraph_ctx.budget import Budget, Component, UsageReport, measure
+from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.state import LedgerEntry, ledger_entry
+from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
+
+if TYPE_CHECKING:
+    from langgraph_ctx.pipeline import Pipeline
+
+
+class View(Mapping[str, Any]):
+    """The state as this call's node will see it. Read-only.
+
+    ``view.replace(messages=...)`` returns a new view: an ephemeral change,
+    never written to the checkpoint. To change state for good, use
+    :meth:`CallContext.persist`.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = dict(data)
+
+    def replace(self, **changes: Any) -> View:
+        return View({**self._data, **changes})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"View({sorted(self._data)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class PersistentUpdate:
+    """A state update a middleware made that must enter the checkpoint.
+
+    Applied through the graph's reducers, before the node's own update, in the
+    same super-step: if the node fails, neither lands.
+    """
+
+    values: Mapping[str, Any]
+    source: str
+    """The middleware that made it."""
+
+
+class EventSink(Protocol):
+    """Receives every ledger event of a node call, after the call succeeds.
+
+    Writes must be idempotent on ``(thread_id, namespace, entry["seq"])``:
+    LangGraph re-runs a step that was in flight when a process died, and the
+    re-run records the same events with the same sequence numbers.
+    """
+
+    def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None: ...
+
+    async def awrite(
+        self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]
+    ) -> None: ...
+
+
+@dataclasses.dataclass
+class SessionTokens:
+    """Token state that outlives one call: the message cache and calibration."""
+
+    cache: MessageTokenCache
+    calibration: Calibration = dataclasses.field(default_factory=Calibration)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    scratch: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Per-session notes a middleware keeps between calls (in memory only)."""
+
+
+@dataclasses.dataclass
+class CallContext:
+    """Travels through the middleware of one node call and into the node.
+
+    Read it from a node with :func:`current_context`.
+    """
+
+    node: str
+    config: RunnableConfig
+    state: Mapping[str, Any]
+    """The node's input as LangGraph gave it, before any middleware."""
+    pipeline: Pipeline
+    session: SessionTokens
+    usage: UsageReport | None = None
+    """Written by pre-flight."""
+    tools: list[Any] = dataclasses.field(default_factory=list)
+    """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
+    annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Free-form notes from one middleware to the next."""
+    persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
+    events: list[LedgerEntry] = dataclasses.field(default_factory=list)
+    stream_writer: Callable[[Any], None] | None = None
+    _passing: set[int] = dataclasses.field(default_factory=set)
+
+    @property
+    def budget(self) -> Budget:
+        return self.pipeline.budget
+
+    @property
+    def counter(self) -> TokenCounter:
+        return self.pipeline.counter
+
+    @property
+    def thread_id(self) -> str | None:
+        value = self.config.get("configurable", {}).get("thread_id")
+        return None if value is None else str(value)
+
+    def persist(self, source: str, **values: Any) -> PersistentUpdate:
+        """Record a state update that enters the checkpoint with the node's."""
+        update = PersistentUpdate(values=values, source=source)
+        self.persistent.append(update)
+        return update
+
+    def record(self, kind: str, data: dict[str, Any]) -> LedgerEntry:
+        """Append an event to the ledger (persistent) and emit it on the custom stream."""
+        previous = self.events or self.state.get("context_ledger") or None
+        entry = ledger_entry(kind, self.node, data, after=previous)
+        self.events.append(entry)
+        if self.stream_writer is not None:
+            self.stream_writer({"langgraph_ctx": entry})
+        return entry
+
+    def adjust_usage(self, component: Component, raw_delta: int) -> UsageReport:
+        """Re-measure after a middleware changed what will be sent.
+
+        ``raw_delta`` is the change in raw (uncalibrated) tokens of one
+        component. Later middleware then read the new report, and this call's
+        utilization entry records what is finally sent.
+        """
+        old = self.usage
+        if old is None:
+            raise ContextRunError("adjust_usage needs PreflightCheck to run first")
+        used = {**old.used}
+        used[component] = max(0, used.get(component, 0) + round(old.calibration * raw_delta))
+        self.usage = measure(
+            self.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw_delta
+        )
+        for entry in self.events:
+            if entry["kind"] == "utilization":
+                entry["data"]["sent_utilization"] = round(self.usage.utilization, 4)
+        return self.usage
+
+    def merge(self, result: Any) -> Any:
+        """Fold persistent updates and events into the node's return value."""
+        updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
+        if self.events and "context_ledger" in self.pipeline.channels:
+            updates.append(Command(update={"context_ledger": list(self.events)}))
+        if not updates:
+            return result
+        if result is None:
+            return updates
+        if isinstance(result, list) and any(isinstance(r, Command) for r in result):
+            return [*updates, *result]
+        return [*updates, result]
+
+
+_current: ContextVar[CallContext | None] = ContextVar("langgraph_ctx_call", default=None)
+
+
+def current_context() -> CallContext | None:
+    """The call context of the node running now, or ``None`` outside a pipeline."""
+    return _current.get()
+
+
+def graph_namespace(config: RunnableConfig) -> str:
+    """The namespace of the graph a node runs in: ``""`` for the root graph.
+
+    A node's ``checkpoint_ns`` ends with its own task (``node:task-id``); drop
+    it, and drop the task ids of enclosing subgraphs, which change every run.
+    """
+    ns = str(config.get("configurable", {}).get("checkpoint_ns", ""))
+    parts = [p.split(":")[0] for p in ns.split("|") if p]
+    return "|".join(parts[:-1])
