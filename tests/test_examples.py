@@ -25,3 +25,12 @@ def test_stategraph_example_compresses_and_stays_in_budget() -> None:
     outcome = module["main"]()
     assert outcome["compressions"] >= 1
     assert outcome["peak"] < 1.0
+
+
+def test_subagents_example_runs_children_in_clean_contexts() -> None:
+    module = runpy.run_path(str(EXAMPLES[0].parent / "spawn_subagents.py"))
+    results = module["main"]()
+    assert sorted(r.agent for r in results) == ["customs", "rates"]
+    assert all(r.status == "ok" for r in results)
+    for spec in module["subagents"].specs:
+        assert all("supplier S-" not in call.text for call in spec.model.calls)
