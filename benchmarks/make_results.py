@@ -1,0 +1,61 @@
+"""Assemble benchmarks/RESULTS.md from the sections in benchmarks/results/.
+
+Each benchmark script writes its own section (with the machine, versions and
+the command that made it); this only puts them in order under one index.
+
+Run: python benchmarks/make_results.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ORDER = [  # (file stem, what it answers, issue)
+    ("preflight_cost", "Pre-flight cost per call vs history length, vs the peers", 2),
+    ("estimator_error", "Estimator error against tiktoken on real data", 2),
+    ("retention", "What survives compression on BFCL / tau-bench, vs the peers", 3),
+    ("checkpoint_size", "Checkpoint storage with and without compression", 3),
+    ("tool_budget", "Tool-schema tokens per call with 60 tools", 4),
+    ("delegation", "Sub-agent boundary ratio and parent utilization", 5),
+    ("persistence", "Postgres storage and the cost of archive/event writes", 6),
+    ("harness", "The harness: strategies x workloads, longevity", 7),
+    ("recall", "Memory recall latency and BFCL answer recall", 8),
+]
+
+
+def main() -> None:
+    present = [
+        (stem, what, issue) for stem, what, issue in ORDER if (RESULTS / f"{stem}.md").exists()
+    ]
+    lines = [
+        "# Benchmark results",
+        "",
+        "Every section below was written by the script named in it (`python benchmarks/"
+        "<name>.py`), on the machine its header describes; this file is assembled by "
+        "`python benchmarks/make_results.py`. Ratios compare contestants measured side by "
+        "side in one run; absolute times are for orientation only (noisy 2-core machine).",
+        "",
+        "| section | what it answers | issue |",
+        "| --- | --- | ---: |",
+        *[
+            f"| [{stem}](#{stem.replace('_', '-')}) | {what} | #{issue} |"
+            for stem, what, issue in present
+        ],
+        "",
+    ]
+    for stem, _, _ in present:
+        lines += [
+            f'<a id="{stem.replace("_", "-")}"></a>',
+            "",
+            (RESULTS / f"{stem}.md").read_text().strip(),
+            "",
+            "---",
+            "",
+        ]
+    (RESULTS.parent / "RESULTS.md").write_text("\n".join(lines))
+    print(f"wrote benchmarks/RESULTS.md with {len(present)} sections")
+
+
+if __name__ == "__main__":
+    main()
