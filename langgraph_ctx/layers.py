@@ -61,6 +61,11 @@ class Middleware:
         if not self.name:
             self.name = type(self).__name__
 
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        """Validate the graph this middleware is attached to (``nodes``: its targets,
+        ``None`` for all). Raise :class:`~langgraph_ctx.errors.ConfigurationError`
+        to refuse it at wiring time. The default accepts any graph."""
+
     def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
         return next(view)
 

@@ -163,6 +163,8 @@ class Pipeline:
             )
         node_names = set(builder.nodes)
         layers = self._plan(node_names)
+        for layer in {id(ly): ly for node_layers in layers.values() for ly in node_layers}.values():
+            layer.middleware.check_graph(builder, layer.nodes)
         for name, node_layers in layers.items():
             if node_layers:
                 spec = builder.nodes[name]
