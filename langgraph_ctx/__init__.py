@@ -12,10 +12,15 @@ from langgraph_ctx.errors import (
     ContextRunError,
     MiddlewareError,
     NextCalledTwiceError,
+    ThreadBusyError,
 )
+from langgraph_ctx.events import SQLiteEventSink
+from langgraph_ctx.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.markers import is_pinned, is_summary, pin
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.nodes import call_llm_node
+from langgraph_ctx.persistence import async_checkpointer_from_url, checkpointer_from_url
+from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -26,6 +31,7 @@ from langgraph_ctx.pipeline import (
     as_middleware,
     current_context,
 )
+from langgraph_ctx.schema import MigrationStatus, migrate, migration_status
 from langgraph_ctx.state import ArtifactRef, ContextState, LedgerEntry, ledger_reducer
 from langgraph_ctx.tokens import (
     Calibration,
@@ -50,23 +56,35 @@ __all__ = [
     "MessageTokenCache",
     "Middleware",
     "MiddlewareError",
+    "MigrationStatus",
     "NextCalledTwiceError",
     "PersistentUpdate",
     "Pipeline",
+    "PostgresArchive",
+    "PostgresEventSink",
     "PreflightCheck",
+    "SQLiteEventSink",
+    "ThreadBusyError",
+    "ThreadLock",
     "TieredCompression",
     "TokenCounter",
     "UsageReport",
     "View",
     "Zones",
+    "arun_exclusive",
     "as_middleware",
+    "async_checkpointer_from_url",
     "call_llm_node",
+    "checkpointer_from_url",
     "current_context",
     "estimate_tokens",
     "is_pinned",
     "is_summary",
     "ledger_reducer",
     "load_encoding",
+    "migrate",
+    "migration_status",
     "pin",
     "rebalance",
+    "run_exclusive",
 ]

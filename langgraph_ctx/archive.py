@@ -25,12 +25,14 @@ import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.tokens import TokenCounter
+from langgraph_ctx.urls import parse_url, redact_url
+
+__all__ = ["InMemoryArchive", "MessageArchive", "SQLiteArchive", "archive_from_url", "redact_url"]
 
 
 class MessageArchive(Protocol):
@@ -288,19 +290,6 @@ def _decode(rows: Sequence[tuple[str]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([json.loads(content) for (content,) in rows])
 
 
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, safe to put in an error or a log."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # a malformed netloc: say nothing about it
-        return "<unparseable URL>"
-    if not password:
-        return url
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def archive_from_url(url: str | None) -> MessageArchive:
     """An archive from a URL.
 
@@ -308,16 +297,21 @@ def archive_from_url(url: str | None) -> MessageArchive:
     - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (the
       SQLAlchemy convention: the path is what follows ``sqlite:///``), or
       ``sqlite:///:memory:``: :class:`SQLiteArchive`.
+    - ``postgresql://...``: :class:`~langgraph_ctx.pg.PostgresArchive` on a pool
+      of its own, after applying migrations (needs the ``postgres`` extra).
 
-    Anything else raises :class:`ConfigurationError` naming the URL, with any
-    password redacted.
+    Anything else, or a server that cannot be reached, raises
+    :class:`ConfigurationError` naming the URL, with any password redacted.
     """
     if url is None or url == "memory://":
         return InMemoryArchive()
-    if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
-        return SQLiteArchive(url[len("sqlite:///") :])
-    raise ConfigurationError(
-        "archive_url",
-        f"unsupported archive URL {redact_url(url)!r}; "
-        "use 'memory://' or 'sqlite:///path/to/file.db'",
-    )
+    db = parse_url(url, field="archive_url")
+    if db.kind == "sqlite":
+        return SQLiteArchive(db.path)
+    from langgraph_ctx.pg import PostgresArchive
+    from langgraph_ctx.pgconn import connect
+    from langgraph_ctx.schema import migrate
+
+    connect(db.url, field="archive_url").close()  # fail here, naming the setting
+    migrate(db.url)
+    return PostgresArchive(db.url)

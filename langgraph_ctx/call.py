@@ -72,9 +72,11 @@ class PersistentUpdate:
 class EventSink(Protocol):
     """Receives every ledger event of a node call, after the call succeeds.
 
-    Writes must be idempotent on ``(thread_id, namespace, entry["seq"])``:
-    LangGraph re-runs a step that was in flight when a process died, and the
-    re-run records the same events with the same sequence numbers.
+    Writes must be idempotent on ``(thread_id, namespace, entry["node"],
+    entry["seq"])``: LangGraph re-runs a step that was in flight when a process
+    died, and the re-run records the same events with the same numbers. The
+    node is part of the key because parallel nodes of one step number their
+    events from the same ledger.
     """
 
     def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None: ...

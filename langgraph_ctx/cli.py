@@ -1,19 +1,59 @@
-"""The ``langgraph-ctx`` command."""
+"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``.
+
+Exit codes: 0 done; 1 ``migrate --status`` found work to do, or ``inspect``
+found no such thread; 2 a usage or configuration error (a bad URL, an
+unreachable server, a changed migration), printed as one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from langgraph_ctx.errors import ContextError
+
+URL_ENV = "LANGGRAPH_CTX_DATABASE_URL"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ContextError as exc:
+        print(f"langgraph-ctx {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="langgraph-ctx", description="Context-window management for LangGraph agents."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_demo(commands)
+    _add_migrate(commands)
+    _add_inspect(commands)
+    _add_bench(commands)
+    return parser
 
+
+def _database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(URL_ENV),
+        help=f"postgresql://..., sqlite:///path or memory:// (default: ${URL_ENV}, "
+        "else the SQLite file under $LANGGRAPH_CTX_HOME or the user data directory)",
+    )
+
+
+# -- demo ------------------------------------------------------------------
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = commands.add_parser(
         "demo",
         help="run a long simulated session (scripted model, SQLite checkpoint, no network)",
@@ -31,12 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--plot", type=Path, default=Path("langgraph-ctx-demo.png"), help="PNG of utilization"
     )
     demo.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    parser.error(f"unknown command {args.command}")  # pragma: no cover
-    return 2
+    demo.set_defaults(run=_demo)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -75,6 +110,122 @@ def _demo(args: argparse.Namespace) -> int:
             print(f"plot: {args.plot}")
         except ImportError as exc:
             print(f"no plot ({exc})", file=sys.stderr)
+    return 0
+
+
+# -- migrate ---------------------------------------------------------------
+
+
+def _add_migrate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    migrate = commands.add_parser(
+        "migrate",
+        help="create or upgrade the database tables (ours and LangGraph's)",
+        description="Apply the package's pending SQL migrations, in order, each in its own "
+        "transaction, then LangGraph's checkpoint setup; safe to run from many processes "
+        "at once. Refuses if an applied migration's file has changed.",
+    )
+    _database_url(migrate)
+    migrate.add_argument(
+        "--status", action="store_true", help="only show what is applied (exit 1 if not all)"
+    )
+    migrate.add_argument("--json", action="store_true", help="machine-readable output")
+    migrate.set_defaults(run=_migrate)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from langgraph_ctx.schema import migrate, migration_status
+
+    status = migration_status(args.database_url) if args.status else migrate(args.database_url)
+    if args.json:
+        print(json.dumps(status.to_json(), indent=2))
+    else:
+        print(f"database: {status.database}")
+        for m in status.migrations:
+            now = " (applied now)" if m.version in status.applied_now else ""
+            when = f"  {m.applied_at}" if m.applied_at else ""
+            print(f"  {m.version:04d}_{m.name:<24} {m.state}{now}{when}")
+        print(f"langgraph: {status.langgraph}")
+    return 0 if status.up_to_date else 1
+
+
+# -- inspect ---------------------------------------------------------------
+
+
+def _add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what happened to one session's context",
+        description="Show a session: utilization per LLM call, compressions with ratio and "
+        "entity retention, current summaries, evicted tools, recall timeouts, archive size.",
+    )
+    inspect.add_argument("thread_id", help="the session's thread id")
+    _database_url(inspect)
+    inspect.add_argument("--json", action="store_true", help="machine-readable output")
+    inspect.set_defaults(run=_inspect)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from langgraph_ctx.inspection import format_inspection, inspect_session
+
+    result = inspect_session(args.database_url, args.thread_id)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        print(format_inspection(result))
+    return 0 if result.found else 1
+
+
+# -- bench -----------------------------------------------------------------
+
+
+def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="compare context strategies on seeded and real workloads (tables and plots)",
+        description="Replay workloads through our pipeline and the baselines (no management, "
+        "trim_messages, SummarizationMiddleware, ContextEditingMiddleware, langmem) on real "
+        "compiled graphs; write harness.md and PNG plots to --out. Needs the bench extra.",
+    )
+    bench.add_argument(
+        "--workloads",
+        nargs="+",
+        metavar="NAME",
+        help="qa analysis workflow exploration long delegation bfcl tau (default: all)",
+    )
+    bench.add_argument(
+        "--strategies",
+        nargs="+",
+        metavar="NAME",
+        help="ours none trim summarization context-editing langmem ours+subagents (default: all)",
+    )
+    bench.add_argument("--seed", type=int, default=0, help="names the synthetic sessions")
+    bench.add_argument("--out", type=Path, default=Path("bench-results"), help="output directory")
+    bench.add_argument("--quick", action="store_true", help="fewer, shorter sessions (smoke run)")
+    bench.add_argument("--data", type=Path, default=None, help="shared data directory")
+    bench.add_argument("--quiet", action="store_true", help="no progress lines")
+    bench.set_defaults(run=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from langgraph_ctx.bench import DEFAULT_STRATEGIES, DEFAULT_WORKLOADS, run
+
+    results = run(
+        args.workloads or DEFAULT_WORKLOADS,
+        args.strategies or DEFAULT_STRATEGIES,
+        seed=args.seed,
+        quick=args.quick,
+        data_dir=args.data,
+        progress=not args.quiet,
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = args.out / "harness.md"
+    report.write_text(results.markdown(), encoding="utf-8")
+    print(f"results: {report}")
+    try:
+        for path in results.plots(args.out):
+            print(f"plot: {path}")
+    except ImportError as exc:
+        print(f"no plots ({exc})", file=sys.stderr)
     return 0
 
 

@@ -25,9 +25,10 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_ctx.archive import SQLiteArchive
 from langgraph_ctx.budget import Budget
+from langgraph_ctx.events import SQLiteEventSink
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.nodes import call_llm_node
-from langgraph_ctx.pipeline import Middleware, Pipeline
+from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
@@ -56,8 +57,12 @@ def build_graph(
     budget: Budget,
     checkpointer: Any,
     middleware: Sequence[Middleware] = (),
+    events: EventSink | None = None,
 ) -> tuple[CompiledStateGraph[Any, Any, Any, Any], ScriptedChatModel]:
-    """The demo agent: call_llm <-> tools, with the pipeline on call_llm."""
+    """The demo agent: call_llm <-> tools, with the pipeline on call_llm.
+
+    ``events``: where every ledger event is also written (the event table).
+    """
     model = ScriptedChatModel(default=workload.responder())
     tools = workload_tools(workload)
     builder = StateGraph(ContextState)
@@ -66,7 +71,7 @@ def build_graph(
     builder.add_edge(START, "call_llm")
     builder.add_conditional_edges("call_llm", tools_condition)
     builder.add_edge("tools", "call_llm")
-    pipeline = Pipeline([PreflightCheck(), *middleware], budget=budget, tools=tools)
+    pipeline = Pipeline([PreflightCheck(), *middleware], budget=budget, tools=tools, events=events)
     return pipeline.attach(builder).compile(checkpointer=checkpointer), model
 
 
@@ -131,15 +136,22 @@ def run_demo(
     # Tool results of 1-6 KB: the size that makes real agents outgrow their window.
     workload = generate_session(turns, seed=seed, result_chars=(1_200, 6_000))
     budget = Budget.for_window(window)
-    with sqlite_checkpointer(db) as saver:
+    # Context events go to the same file, for `langgraph-ctx inspect`.
+    with sqlite_checkpointer(db) as saver, SQLiteEventSink(db) as events:
         # Archived originals go to the same file as the checkpoints.
         archive = SQLiteArchive(str(db))
         compression = TieredCompression(archive=archive)
         graph, _ = build_graph(
-            workload, budget=budget, checkpointer=saver, middleware=[compression]
+            workload, budget=budget, checkpointer=saver, middleware=[compression], events=events
         )
         config: Any = {"configurable": {"thread_id": thread_id}, "recursion_limit": 100}
-        values = graph.get_state(config).values
+        snapshot = graph.get_state(config)
+        if snapshot.tasks:
+            # The last run died mid-turn: finish that turn from its last checkpoint first.
+            # (Not `.next`: it omits tasks whose writes were saved before the crash.)
+            graph.invoke(None, config)
+            snapshot = graph.get_state(config)
+        values = snapshot.values
         done = int((values.get("session") or {}).get("demo_turns", 0))
         report = DemoReport(
             thread_id=thread_id, turns_done=done, turns_total=turns, resumed_at=done

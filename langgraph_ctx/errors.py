@@ -65,3 +65,19 @@ class BudgetExceededError(ContextRunError):
         super().__init__(f"prompt needs {needed} tokens, {available} available: {reason}")
         self.needed = needed
         self.available = available
+
+
+class ThreadBusyError(ContextRunError):
+    """Another run holds this thread (see :class:`langgraph_ctx.locks.ThreadLock`).
+
+    Two runs on one thread at once would fork its history and lose a turn, so
+    the second one waits ``waited`` seconds for the first, then fails instead.
+    """
+
+    def __init__(self, thread_id: str, waited: float) -> None:
+        super().__init__(
+            f"thread {thread_id!r} is being run by another process or task "
+            f"(waited {waited:.1f} s for it); retry when it finishes"
+        )
+        self.thread_id = thread_id
+        self.waited = waited
