@@ -65,8 +65,12 @@ def play(w: Workload, upto: int | None = None) -> list[BaseMessage]:
             for k, call in enumerate(reply.tool_calls):
                 result = w.tool_result(call["name"], call["args"])
                 history.append(
-                    ToolMessage(result, tool_call_id=call["id"] or "", name=call["name"],
-                                id=f"t{turn.index:04d}-tool-{k}")
+                    ToolMessage(
+                        result,
+                        tool_call_id=call["id"] or "",
+                        name=call["name"],
+                        id=f"t{turn.index:04d}-tool-{k}",
+                    )
                 )
             history.append(respond(history))
     return history
@@ -151,8 +155,7 @@ def test_messages_pair_every_tool_call() -> None:
     assert len(set(ids)) == len(ids)
     n_calls = sum(len(t.tool_steps) for t in w.turns)
     assert sum(isinstance(m, ToolMessage) for m in messages) == n_calls > 0
-    assert len(messages) == sum(2 + (1 + len(t.tool_steps) if t.tool_steps else 0)
-                                for t in w.turns)
+    assert len(messages) == sum(2 + (1 + len(t.tool_steps) if t.tool_steps else 0) for t in w.turns)
     first = messages[:4]
     assert first[0].id == "t0000-user" and first[0].content == w.turns[0].user
     assert first[1].id == "t0000-answer"
