@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 import subprocess
 import sys
@@ -13,9 +14,11 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_runs(path: Path) -> None:
+def test_example_runs(path: Path, postgres_db: str) -> None:
+    # Examples that need PostgreSQL read it from the environment, as a user's would.
+    env = {**os.environ, "LANGGRAPH_CTX_DATABASE_URL": postgres_db}
     result = subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=300
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env
     )
     assert result.returncode == 0, result.stderr
 
@@ -34,3 +37,13 @@ def test_subagents_example_runs_children_in_clean_contexts() -> None:
     assert all(r.status == "ok" for r in results)
     for spec in module["subagents"].specs:
         assert all("supplier S-" not in call.text for call in spec.model.calls)
+
+
+def test_postgres_example_resumes_the_thread(postgres_db: str) -> None:
+    module = runpy.run_path(str(EXAMPLES[0].parent / "resume_from_postgres.py"))
+    outcome = module["main"](postgres_db)
+    first, second = outcome["first"], outcome["second"]
+    assert second["found"] == len(first["messages"])  # the new process found the thread
+    assert outcome["summaries"]  # and compression carried on across the restart
+    ids = {m.id for m in second["messages"]}
+    assert any(m.id in ids for m in first["messages"] if m.type == "human")
