@@ -41,7 +41,8 @@ class PreflightCheck(Middleware):
     def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
         report = self.check(view, ctx)
         result = next(view)
-        self.observe(result, ctx, report)
+        # Compare the provider with what was sent: compression may have shrunk it.
+        self.observe(result, ctx, ctx.usage or report)
         return result
 
     async def acall(
@@ -49,7 +50,8 @@ class PreflightCheck(Middleware):
     ) -> Any:
         report = self.check(view, ctx)
         result = await next(view)
-        self.observe(result, ctx, report)
+        # Compare the provider with what was sent: compression may have shrunk it.
+        self.observe(result, ctx, ctx.usage or report)
         return result
 
     def check(self, view: View, ctx: CallContext) -> UsageReport:

@@ -159,3 +159,20 @@ def test_long_session_recounts_nothing_old() -> None:
     session = next(iter(pipeline._sessions.values()))
     # 40 user + 40 assistant messages, each tokenized once, however long the history grew.
     assert session.cache.counted <= 80 + 1
+
+
+def test_calibration_compares_the_provider_with_what_was_sent() -> None:
+    from langgraph_ctx import TieredCompression
+
+    # The provider counts exactly as we do; after a compression it sees the
+    # smaller prompt. Learning against the pre-compression count would drag
+    # the ratio well under 1 and make the red line fire late.
+    model = ScriptedChatModel(default="ok", usage_scale=1.0)
+    graph = graph_with(model, window=3_000, later=[TieredCompression()])
+    config: Any = {"configurable": {"thread_id": "cal"}}
+    for i in range(40):
+        graph.invoke({"messages": [HumanMessage(f"note {i}: invoice INV-{i:04d} " * 6)]}, config)
+    ledger = graph.get_state(config).values["context_ledger"]
+    assert any(e["kind"] == "compression" for e in ledger)
+    ratios = [e["data"]["calibration"] for e in ledger if e["kind"] == "utilization"]
+    assert all(0.97 <= r <= 1.03 for r in ratios), ratios  # dipped to 0.91 before the fix
