@@ -331,10 +331,12 @@ def _explain(s: Session, r: Result, found: list[bool], budget: int) -> None:
             why = "kept by an earlier summary, lost when summaries were re-summarized"
         elif any(len(p := _PARTS.split(a.casefold())) > 1 and ents >= set(p) for a in answers):
             why = "a multi-part value, kept only in pieces ('Also mentioned: Goldman; Sachs')"
+        elif any(a.casefold() in ents for a in answers):
+            why = "an entity, dropped with its line for room when the summary was full"
         elif any(a[:1].isupper() and a in src for a in answers):
-            why = "a capitalized name the entity regex misses (sentence start): line dropped"
+            why = "a capitalized name the entity regex misses: line dropped"
         else:
-            why = "plain lowercase words, no entity: line dropped as prose"
+            why = "no entity (plain words): line dropped for room when the summary was full"
         LOSSES[f"{budget:,}: {why}"] += 1
         print(f"  LOST {budget} {qid} {answers[:2]} ({why}): {source[:80]!r}", file=sys.stderr)
 

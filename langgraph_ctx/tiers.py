@@ -238,11 +238,15 @@ def plan_compression(
     max_protected_tokens: int,
     pin_task: bool = True,
     topic_threshold: float = 0.12,
+    summary_cap: int | None = None,
 ) -> Plan:
     """Choose the shortest safe prefix of the compressible span that frees ``free_tokens``.
 
-    Freed tokens are estimated as ``span * (1 - 1 / expected_ratio)``. If no
-    prefix is enough, the whole span is chosen: the caller checks the result.
+    A prefix of ``span`` tokens is expected to free ``span`` minus what the
+    summaries grow by: ``span / expected_ratio``, but with ``summary_cap`` at
+    most up to that cap (past it the summaries are consolidated into one of at
+    most the cap, so they may even shrink). If no prefix is enough, the whole
+    span is chosen: the caller checks the result.
     """
     tiers = split_tiers(messages, pin_task=pin_task)
     rest = tiers.rest
@@ -254,13 +258,17 @@ def plan_compression(
         topic_threshold=topic_threshold,
     )
     cuts = safe_cuts(rest)
-    keep_share = 1.0 - 1.0 / max(expected_ratio, 1.0)
+    ratio = max(expected_ratio, 1.0)
+    headroom = None
+    if summary_cap is not None:
+        headroom = summary_cap - sum(count(m) for m in tiers.summaries)
     chosen, span = 0, 0
     for i in range(limit):
         span += count(rest[i])
         if cuts[i + 1]:
             chosen = i + 1
-            if span * keep_share >= free_tokens:
+            growth = span / ratio if headroom is None else min(span / ratio, headroom)
+            if span - growth >= free_tokens:
                 break
     return Plan(
         tiers=tiers, compress=rest[:chosen], keep=rest[chosen:], protected=len(rest) - limit

@@ -28,6 +28,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import SUMMARY_PREFIX
 from langgraph_ctx.summarizers import (
     SUMMARY_PROMPT,
     ChatModelSummarizer,
@@ -205,6 +206,106 @@ def test_extractive_edge_cases() -> None:
     assert info.value.field == "max_tokens"
 
 
+def personal_session() -> list[BaseMessage]:
+    """Facts that name no entity, buried in questions, hedges and small talk."""
+    return [
+        HumanMessage(
+            "Hi! I really appreciate you getting back to me so quickly, it means a lot. "
+            "Could you tell me a bit more about how your loyalty program works and whether "
+            "there are any perks that I might be able to take advantage of at some point?",
+            id="p1",
+        ),
+        AIMessage("Happy to help! What would you like to know?", id="p2"),
+        HumanMessage(
+            "I'm allergic to shellfish, so that matters for the catering. I wonder if you "
+            "could also let me know whether the venue has enough parking for everyone who "
+            "might be coming along on the day, and whether it is easy to find?",
+            id="p3",
+        ),
+        AIMessage("Sure, I will look into the parking and the directions for you.", id="p4"),
+        HumanMessage(
+            "My grandmother always bakes lemon meringue pie for the family reunion. "
+            "If there is any chance that the schedule might shift around a little, would "
+            "you be able to keep me posted about it as soon as you possibly can?",
+            id="p5",
+        ),
+        AIMessage("Of course, I will keep you posted.", id="p6"),
+    ]
+
+
+def test_facts_without_entities_outlive_questions_and_small_talk() -> None:
+    messages = personal_session()
+    budget = COUNTER.count_text(transcript(messages)) // 6
+    summary = ExtractiveSummarizer().summarize(messages, max_tokens=budget)
+    assert COUNTER.count_text(summary) <= budget
+    # The user's statements about themselves are what a memory is for (as notes
+    # if need be: "allergic shellfish")...
+    for fact in ("allergic", "shellfish", "grandmother", "lemon meringue pie"):
+        assert fact in summary, (fact, summary)
+    # ...questions, requests and the assistant's pleasantries go first.
+    for noise in ("loyalty", "parking", "Happy to help"):
+        assert noise not in summary, (noise, summary)
+
+
+def test_under_pressure_a_sentence_becomes_a_note_before_it_is_dropped() -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage("I usually wake up around 6:30 in the morning and I go for a swim.", id="1"),
+        HumanMessage("My sister is studying marine biology at a university in Lisbon.", id="2"),
+    ]
+    full = ExtractiveSummarizer().summarize(messages, max_tokens=200)
+    assert "I usually wake up around 6:30 in the morning" in full  # room: kept whole
+    budget = COUNTER.count_text(full) - 6
+    note = ExtractiveSummarizer().summarize(messages, max_tokens=budget)
+    assert COUNTER.count_text(note) <= budget
+    # Function words go; every content word and entity stays.
+    for word in ("wake", "6:30", "morning", "swim", "sister", "marine biology", "Lisbon"):
+        assert word in note, (word, note)
+    assert " the " not in note and " in the " not in note
+
+
+def test_an_id_dense_tool_result_keeps_its_ids_not_the_head_of_a_list() -> None:
+    rows = [
+        {"reservation_id": f"RX{i:02d}QZ", "seats": i % 4 + 1, "price": 100 + i} for i in range(24)
+    ]
+    call = AIMessage("", id="c", tool_calls=[{"name": "list_reservations", "args": {}, "id": "k1"}])
+    result = ToolMessage(json.dumps(rows), tool_call_id="k1", name="list_reservations", id="t")
+    summary = ExtractiveSummarizer().summarize([call, result], max_tokens=130)
+    assert COUNTER.count_text(summary) <= 130
+    # Every identifier survives, the last ones included; the small numbers give way.
+    for row in rows:
+        assert row["reservation_id"] in summary, (row["reservation_id"], summary)
+    assert "123" not in summary
+
+
+def test_resummarizing_a_summary_keeps_what_it_kept() -> None:
+    first = ExtractiveSummarizer().summarize(support_session(), max_tokens=120)
+    layer = SystemMessage(f"{SUMMARY_PREFIX} #1 (summary of 10 messages, through a5)\n{first}")
+    layer.additional_kwargs["lgctx"] = {"summary": {"seq": 1, "through": "a5"}}
+    again = ExtractiveSummarizer().summarize([layer], max_tokens=120)
+    assert entities(again) == entities(first)
+    # With new messages and the same budget, the old facts compete on equal terms:
+    # the identifiers stay, the new entity is kept too.
+    more = [layer, HumanMessage("Also ship the refund to PO-5521.", id="n1")]
+    merged = ExtractiveSummarizer().summarize(more, max_tokens=120)
+    assert "PO-5521" in merged
+    for kept in ("ACC-48213", "INV-2024-0931", "ORD-7732", "Bob Chen"):
+        assert kept in merged, (kept, merged)
+
+
+def test_multiword_names_are_listed_whole() -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage(
+            "I started as an analyst at Goldman Sachs in 2001, then moved to Bank of America "
+            "and met Maria Lopez there, who now runs the desk.",
+            id="1",
+        )
+    ]
+    summary = ExtractiveSummarizer().summarize(messages, max_tokens=20)
+    listed = summary.split("Also mentioned: ")[-1].split("; ")
+    assert "Goldman Sachs" in listed or "Goldman Sachs" in summary
+    assert "Goldman" not in listed and "Sachs" not in listed
+
+
 # --- entities ---------------------------------------------------------------
 
 
@@ -215,8 +316,7 @@ def test_entities_hand_checked() -> None:
         "by March 15, 2024 at 10:30."
     )
     assert entities(text) == {
-        "Maria",
-        "Lopez",
+        "Maria Lopez",
         "$12,480.50",
         "2024-03-15",
         "INV-2024-0931",
@@ -233,8 +333,29 @@ def test_entities_hand_checked() -> None:
 
 def test_entities_skip_capitalized_sentence_starts_but_not_names() -> None:
     assert entities("Happy to help. Unfortunately it failed. Customer asked again.") == set()
-    assert entities("Bob Chen called. Later we told Bob.") == {"Bob", "Chen"}
+    assert entities("Bob Chen called. Later we told Bob.") == {"Bob Chen", "Bob"}
     assert entities("Deploy went fine. We use Kubernetes and AWS.") == {"Kubernetes", "AWS"}
+
+
+def test_entities_sentence_initial_names_multiword_names_and_compound_values() -> None:
+    assert entities("Dealogic has become my deal diary.") == {"Dealogic"}
+    assert entities("Python and R are my tools. Occasionally, I use Julia.") == {
+        "Python",
+        "Julia",
+    }
+    assert entities("I started at Goldman Sachs in 2001.") == {"Goldman Sachs", "2001"}
+    assert entities("Thanks Bob, see you at the Bank of America office.") == {
+        "Bob",
+        "Bank of America",
+    }
+    assert entities("Total Cost: $5. Number of bags: 2.") == {"$5"}
+    assert entities("My reading was 138/85 mmHg; normal is 30-50 ng/mL.") == {"138/85", "30-50"}
+    assert entities("Created 2024-05-06T17:41:02 and due at 5:30 PM.") == {
+        "2024-05-06T17:41:02",
+        "5:30 PM",
+    }
+    # Numbers in words are no entities (out of context they say nothing).
+    assert entities("It took eleven business days.") == set()
 
 
 def test_entity_retention_hand_checked() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx import pin
 from langgraph_ctx.tiers import plan_compression, safe_cuts, split_tiers
@@ -47,9 +47,9 @@ def assert_whole(messages: list[BaseMessage]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(histories(), st.integers(1, 5_000), st.integers(1, 4))
+@given(histories(), st.integers(1, 5_000), st.integers(1, 4), st.none() | st.integers(0, 2_000))
 def test_no_plan_ever_orphans_a_call_or_a_result(
-    history: list[BaseMessage], free: int, min_turns: int
+    history: list[BaseMessage], free: int, min_turns: int, cap: int | None
 ) -> None:
     count = lambda m: len(m.text) // 4 + 3  # noqa: E731
     plan = plan_compression(
@@ -59,6 +59,7 @@ def test_no_plan_ever_orphans_a_call_or_a_result(
         expected_ratio=4.0,
         min_turns=min_turns,
         max_protected_tokens=300,
+        summary_cap=cap,
     )
     assert_whole(plan.compress)  # what gets summarized is whole...
     assert_whole(plan.messages([]))  # ...and so is what stays
@@ -85,3 +86,20 @@ def test_cuts_inside_a_tool_exchange_are_unsafe(history: list[BaseMessage]) -> N
             left_calls = {c["id"] for m in left if isinstance(m, AIMessage) for c in m.tool_calls}
             right_results = {m.tool_call_id for m in right if isinstance(m, ToolMessage)}
             assert not left_calls & right_results
+
+
+def test_a_summary_cap_means_a_shorter_span_frees_the_same_room() -> None:
+    """With the summaries at their cap, a new span cannot make them grow (they are
+    consolidated), so every token compressed is freed: the plan takes less."""
+    count = lambda m: len(m.text) // 4 + 3  # noqa: E731
+    summary = SystemMessage("earlier facts " * 100, id="s1")
+    summary.additional_kwargs["lgctx"] = {"summary": {"seq": 1, "through": "x"}}
+    history: list[BaseMessage] = [HumanMessage("the task", id="task"), summary]
+    for t in range(20):
+        history += [HumanMessage(f"turn {t} " * 40, id=f"u{t}"), AIMessage("ok", id=f"a{t}")]
+    options = {"free_tokens": 600, "expected_ratio": 2.0, "max_protected_tokens": 300}
+    uncapped = plan_compression(history, count, **options)
+    capped = plan_compression(history, count, summary_cap=count(summary), **options)
+    assert 0 < len(capped.compress) < len(uncapped.compress)
+    freed = sum(count(m) for m in capped.compress)
+    assert freed >= 600  # no growth expected: the span itself is what is freed

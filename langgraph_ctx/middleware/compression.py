@@ -3,8 +3,9 @@
 Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
 
 - red zone, or messages over their rebalanced allocation: compress now,
-  before the call, down to ``target_utilization`` (well under the red line,
-  so the next compression is dozens of turns away, not the next call);
+  before the call, until the messages take ``target_utilization`` of the room
+  they have under the red line (well under it, so the next compression is
+  dozens of turns away, not the next call);
 - yellow zone: record the candidates (advisory), once per new boundary;
 - if even full compression cannot fit the prompt (a giant pinned message),
   record ``budget_unreachable`` and log it. Pinned content is never dropped.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -28,6 +29,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, summary_info
 from langgraph_ctx.pipeline import (
@@ -44,7 +46,7 @@ from langgraph_ctx.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.tiers import Plan, plan_compression
+from langgraph_ctx.tiers import Plan, plan_compression, split_tiers
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
@@ -71,13 +73,13 @@ class TieredCompression(Middleware):
         *,
         summarizer: Summarizer | BaseChatModel | None = None,
         archive: MessageArchive | None = None,
-        target_utilization: float = 0.55,
+        target_utilization: float = 0.7,
         min_protected_turns: int = 3,
         protected_share: float = 0.5,
         expected_ratio: float = 5.0,
         summary_tokens: tuple[int, int] = (150, 2_000),
         max_summary_layers: int = 4,
-        max_summary_share: float = 0.25,
+        max_summary_share: float = 0.5,
         pin_task: bool = True,
         summarizer_timeout: float | None = 30.0,
         **kwargs: Any,
@@ -88,15 +90,28 @@ class TieredCompression(Middleware):
                 one) wrapped in :class:`ChatModelSummarizer` with the extractive
                 summarizer as fallback. Default: extractive, offline.
             archive: where removed messages go. Default: in-process.
-            target_utilization: compress down to this share of the window.
+            target_utilization: how far down a compression goes, as a share of
+                the messages' room: the red line (capped by the prompt limit)
+                minus what the system prompt, tools and auxiliary content use
+                now. Relative to that room rather than to the whole window, so
+                that a large pinned system prompt or many tool schemas do not
+                squeeze the messages to a sliver of their budget, and so that
+                after any compression the next one is ``1 - target`` of the
+                room away. The trigger is unchanged: the red zone, or messages
+                over their allocation.
             min_protected_turns: the protected window's floor, in turns.
             protected_share: cap of the protected window, as a share of the
-                (rebalanced) message allocation.
-            expected_ratio: the compression ratio to plan with; a summary gets
-                ``span / expected_ratio`` tokens, within ``summary_tokens``.
+                nominal message allocation (and never more than leaves the
+                summaries their room under the target).
+            expected_ratio: the compression ratio to plan with; a new summary
+                layer gets ``span / expected_ratio`` tokens, within
+                ``summary_tokens`` and the summary cap.
+            summary_tokens: ``(low, high)``: bounds of any one summary.
             max_summary_layers: more summaries than this are consolidated.
-            max_summary_share: so are summaries above this share of the
-                message allocation.
+            max_summary_share: the summaries' cap, as a share of the nominal
+                message allocation: above it they are consolidated into one
+                meta-summary written to at most this cap (and to the room left
+                under the target), so summaries never grow to fill the budget.
             pin_task: keep the session's first user message verbatim.
             summarizer_timeout: for a chat-model summarizer, seconds.
         """
@@ -139,18 +154,14 @@ class TieredCompression(Middleware):
         work = self._decide(view, ctx)
         if work is None:
             return next(view)
-        plan, max_tokens = work
         sink: list[str] = []
         token = _fallbacks.set(sink)
         try:
-            texts = [self.summarizer.summarize(plan.compress, max_tokens=max_tokens)]
-            layers = self._layers(plan, texts[0], ctx)
-            if layers is not None:
-                texts.append(self.summarizer.summarize(layers, max_tokens=self.summary_tokens[1]))
+            text = self.summarizer.summarize(work.source, max_tokens=work.max_tokens)
         finally:
             _fallbacks.reset(token)
-        self._archive_sync(plan, layers, ctx)
-        return next(self._apply(view, ctx, plan, texts, layers, sink))
+        self._archive_sync(work, ctx)
+        return next(self._apply(view, ctx, work, text, sink))
 
     async def acall(
         self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
@@ -158,25 +169,20 @@ class TieredCompression(Middleware):
         work = self._decide(view, ctx)
         if work is None:
             return await next(view)
-        plan, max_tokens = work
         sink: list[str] = []
         token = _fallbacks.set(sink)
         try:
-            texts = [await self.summarizer.asummarize(plan.compress, max_tokens=max_tokens)]
-            layers = self._layers(plan, texts[0], ctx)
-            if layers is not None:
-                texts.append(
-                    await self.summarizer.asummarize(layers, max_tokens=self.summary_tokens[1])
-                )
+            text = await self.summarizer.asummarize(work.source, max_tokens=work.max_tokens)
         finally:
             _fallbacks.reset(token)
         thread, ns = _scope(ctx)
+        plan = work.plan
         await self.archive.aput(thread, plan.compress, reason="compressed", namespace=ns)
-        if layers is not None:
+        if work.meta:
             await self.archive.aput(
                 thread, plan.tiers.summaries, reason="consolidated", namespace=ns
             )
-        return await next(self._apply(view, ctx, plan, texts, layers, sink))
+        return await next(self._apply(view, ctx, work, text, sink))
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -186,7 +192,7 @@ class TieredCompression(Middleware):
 
     # -- the steps -----------------------------------------------------------
 
-    def _decide(self, view: View, ctx: CallContext) -> tuple[Plan, int] | None:
+    def _decide(self, view: View, ctx: CallContext) -> _Work | None:
         report = ctx.usage
         if report is None:
             raise ConfigurationError(
@@ -198,17 +204,30 @@ class TieredCompression(Middleware):
             return None
         calibration = max(report.calibration, 1e-6)
         count = ctx.session.cache.count_of
-        free = report.raw_total - int(self.target_utilization * report.window / calibration)
+        # Everything below is in raw (uncalibrated) tokens, as the cache counts.
+        line = int(_room(report, ctx.budget) / calibration)  # messages at the red line
+        goal = int(self.target_utilization * line)
+        tiers = split_tiers(messages, pin_task=self.pin_task)
+        pinned = sum(count(m) for m in tiers.pinned if m.type != "system")
+        existing = sum(count(m) for m in tiers.summaries)
+        low, high = self.summary_tokens
+        cap = max(low, min(high, int(self.max_summary_share * ctx.budget.messages / calibration)))
+        used = int(report.used.get("messages", 0) / calibration)
         plan = plan_compression(
             messages,
             count,
-            free_tokens=max(free, 1),
+            free_tokens=max(used - goal, 1),
             expected_ratio=self.expected_ratio,
             min_turns=self.min_protected_turns,
             # The nominal allocation, not the rebalanced one: rebalancing grows
-            # with usage, and the cap must not.
-            max_protected_tokens=int(self.protected_share * ctx.budget.messages / calibration),
+            # with usage, and the cap must not. Nor may the protected window
+            # take the room the summaries need to meet the goal.
+            max_protected_tokens=min(
+                int(self.protected_share * ctx.budget.messages / calibration),
+                max(0, goal - pinned - cap),
+            ),
             pin_task=self.pin_task,
+            summary_cap=cap,
         )
         span = sum(count(m) for m in plan.compress)
         if not urgent:
@@ -217,8 +236,29 @@ class TieredCompression(Middleware):
         if not plan.compress:
             self._unreachable(plan, ctx, "nothing left to compress")
             return None
-        low, high = self.summary_tokens
-        return plan, min(high, max(low, int(span / self.expected_ratio)))
+        # What the summaries may take and still meet the goal, within their cap.
+        kept = sum(count(m) for m in plan.keep)
+        room = min(cap, goal - pinned - kept)
+        if room < low:
+            # The target is out of reach whatever the summary's size: then at least
+            # stay under the red line, and let the summary have what is left there.
+            room = min(cap, line - pinned - kept - 1)
+        if pinned + kept + low > goal and plan.protected == len(plan.keep):
+            # Even the smallest summary leaves the history above the target: with
+            # pinned content this large, compression will run on every call.
+            self._unreachable(
+                plan,
+                ctx,
+                f"pinned messages and the protected window alone exceed the compression "
+                f"target ({goal} tokens of messages), so compression runs on every call",
+            )
+        layer = min(cap, max(low, int(span / self.expected_ratio)))
+        summaries = plan.tiers.summaries
+        if len(summaries) + 1 > self.max_summary_layers or existing + layer > max(room, low):
+            # Consolidate: the earlier layers and the new span in one call, written
+            # to the cap (or what the goal leaves), never to the budget's full size.
+            return _Work(plan, [*summaries, *plan.compress], max(low, room), meta=True)
+        return _Work(plan, plan.compress, layer, meta=False)
 
     def _advise(self, plan: Plan, span: int, ctx: CallContext) -> None:
         # Once per approach to the red line, not on every yellow call.
@@ -230,50 +270,32 @@ class TieredCompression(Middleware):
             {"messages": len(plan.compress), "tokens": span, "through": plan.compress[-1].id},
         )
 
-    def _layers(self, plan: Plan, new_text: str, ctx: CallContext) -> list[BaseMessage] | None:
-        """Earlier summaries plus the new one, when they should be consolidated."""
-        summaries = [*plan.tiers.summaries, SystemMessage(new_text)]
-        tokens = sum(ctx.counter.count_text(m.text) for m in summaries)
-        allowed = self.max_summary_share * ctx.budget.messages
-        if len(summaries) > self.max_summary_layers or tokens > allowed:
-            return summaries
-        return None
-
-    def _archive_sync(self, plan: Plan, layers: list[BaseMessage] | None, ctx: CallContext) -> None:
+    def _archive_sync(self, work: _Work, ctx: CallContext) -> None:
         thread, ns = _scope(ctx)
-        self.archive.put(thread, plan.compress, reason="compressed", namespace=ns)
-        if layers is not None:
-            self.archive.put(thread, plan.tiers.summaries, reason="consolidated", namespace=ns)
+        self.archive.put(thread, work.plan.compress, reason="compressed", namespace=ns)
+        if work.meta:
+            self.archive.put(thread, work.plan.tiers.summaries, reason="consolidated", namespace=ns)
 
     def _apply(
-        self,
-        view: View,
-        ctx: CallContext,
-        plan: Plan,
-        texts: Sequence[str],
-        layers: list[BaseMessage] | None,
-        fallbacks: list[str],
+        self, view: View, ctx: CallContext, work: _Work, text: str, fallbacks: list[str]
     ) -> View:
+        plan = work.plan
         previous = plan.tiers.summaries
         seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
         through = str(plan.compress[-1].id)
-        summary = _summary_message(texts[0], seq, through, covers=len(plan.compress))
-        summaries = [*previous, summary]
-        if layers is not None:
-            summaries = [
-                _summary_message(texts[-1], seq + 1, through, covers=len(layers), meta=True)
-            ]
+        summary = _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
+        summaries = [summary] if work.meta else [*previous, summary]
         messages = plan.messages(summaries)
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
 
         count = ctx.session.cache.count_of
-        before = sum(count(m) for m in plan.compress)
-        removed = before + (sum(count(m) for m in previous) if layers is not None else 0)
-        added = sum(count(m) for m in summaries[-1:] if m not in previous)
+        before = sum(count(m) for m in work.source)
+        removed = sum(count(m) for m in plan.compress)
+        removed += sum(count(m) for m in previous) if work.meta else 0
         ctx.session.cache.forget([str(m.id) for m in plan.compress])
         ctx.session.scratch["compression_advised"] = False
-        report = ctx.adjust_usage("messages", added - removed)
-        after = ctx.counter.count_text(texts[0])
+        report = ctx.adjust_usage("messages", count(summary) - removed)
+        after = ctx.counter.count_text(text)
         ctx.record(
             "compression",
             {
@@ -283,8 +305,8 @@ class TieredCompression(Middleware):
                 "tokens_before": before,
                 "tokens_after": after,
                 "ratio": round(before / max(after, 1), 2),
-                "entity_retention": round(entity_retention(plan.compress, texts[0]), 4),
-                "meta": layers is not None,
+                "entity_retention": round(entity_retention(work.source, text), 4),
+                "meta": work.meta,
                 "utilization_after": round(report.utilization, 4),
             },
         )
@@ -314,6 +336,24 @@ class TieredCompression(Middleware):
             pinned,
             why,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Work:
+    """One compression: the plan, what the summarizer reads, and its budget."""
+
+    plan: Plan
+    source: list[BaseMessage]
+    """The span to compress; for a consolidation, the earlier summaries before it."""
+    max_tokens: int
+    meta: bool
+
+
+def _room(report: UsageReport, budget: Budget) -> int:
+    """Calibrated tokens the messages may take before the prompt reaches the red line
+    (or the prompt limit, if lower), given what the other components use now."""
+    line = min(int(budget.zones.red * report.window), report.prompt_limit)
+    return max(0, line - (report.total - report.used.get("messages", 0)))
 
 
 def _summary_message(

@@ -303,3 +303,75 @@ def test_bad_options_fail_naming_the_field(option: str, value: Any) -> None:
     with pytest.raises(ConfigurationError) as info:
         TieredCompression(**{option: value})
     assert info.value.field == option
+
+
+class CountingSummarizer:
+    """The extractive summarizer, counting its calls and the budgets it is given."""
+
+    def __init__(self) -> None:
+        from langgraph_ctx.summarizers import ExtractiveSummarizer
+
+        self.inner = ExtractiveSummarizer()
+        self.budgets: list[int] = []
+
+    def summarize(self, messages: Any, *, previous: str | None = None, max_tokens: int) -> str:
+        self.budgets.append(max_tokens)
+        return self.inner.summarize(messages, previous=previous, max_tokens=max_tokens)
+
+    async def asummarize(
+        self, messages: Any, *, previous: str | None = None, max_tokens: int
+    ) -> str:
+        return self.summarize(messages, previous=previous, max_tokens=max_tokens)
+
+
+def test_summaries_stay_within_their_cap_and_compression_is_not_every_turn() -> None:
+    summarizer = CountingSummarizer()
+    graph, model, compression = make_graph(summarizer=summarizer)
+    config = cfg("cap")
+    feed(graph, range(120), config)
+    runs = events(graph, config, "compression")
+    budget = Budget.for_window(4_000)
+    cap = int(compression.max_summary_share * budget.messages)
+    # Meta-summaries are written to the cap, never to the budget's full size...
+    assert any(r["meta"] for r in runs)
+    assert all(b <= cap for b in summarizer.budgets)
+    for call in model.calls:
+        tokens = sum(len(m.text) // 4 for m in call.messages if is_summary(m))
+        assert tokens <= cap * 1.5  # (a rough count: 4 characters a token)
+    # ...so each compression frees real room: one every few turns, not every turn
+    # (the ledger is bounded; sequence numbers count every compression),
+    compressions = runs[-1]["seq"]
+    assert compressions <= 120 // 4
+    # and one summarizer call per compression: a consolidation summarizes the
+    # earlier layers together with the new span.
+    assert len(summarizer.budgets) == compressions
+
+
+def test_the_target_is_a_share_of_the_messages_room_not_of_the_window() -> None:
+    # A large pinned policy: half the window. Relative to the whole window, a 0.6
+    # target would leave the messages a sliver; relative to their room, they keep
+    # most of it.
+    window = 10_000
+    policy = SystemMessage("Policy: " + "Refunds need a receipt and a reason. " * 550, id="p")
+    model = ScriptedChatModel(default="ok", report_usage=False)
+    compression = TieredCompression(target_utilization=0.6)
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    budget = Budget.for_window(window, system=5_200, messages=3_000, tools=0, auxiliary=0)
+    pipeline = Pipeline([PreflightCheck(), compression], budget=budget)
+    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+    config = cfg("room")
+    graph.invoke({"messages": [policy]}, config)
+    feed(graph, range(60), config)
+    ledger = graph.get_state(config).values["context_ledger"]
+    runs = [e["data"] for e in ledger if e["kind"] == "compression"]
+    assert runs
+    used = [e["data"]["used"] for e in ledger if e["kind"] == "utilization"]
+    system = used[-1]["system"]
+    assert system > 0.45 * window
+    room = min(0.85 * window, budget.prompt_limit) - system
+    after = [r["utilization_after"] * window - system for r in runs]
+    # After each compression the messages hold about 60% of their room (summaries
+    # are written to what the target leaves), well under the red line.
+    assert all(0.4 * room <= a <= 0.75 * room for a in after), (room, after)
