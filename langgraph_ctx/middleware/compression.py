@@ -148,6 +148,19 @@ class TieredCompression(Middleware):
         self.max_summary_share = max_summary_share
         self.pin_task = pin_task
 
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        channel = builder.channels.get("messages")
+        if channel is None:
+            raise ConfigurationError("TieredCompression", "the graph's state has no 'messages'")
+        if type(channel).__name__ == "DeltaChannel":
+            # Its reducer ignores RemoveMessage(REMOVE_ALL_MESSAGES): the history
+            # would never shrink and a summary would be added on every call.
+            raise ConfigurationError(
+                "TieredCompression",
+                "the 'messages' channel is a DeltaChannel, which cannot be rewritten; "
+                "use Annotated[list[AnyMessage], add_messages] (as ContextState does)",
+            )
+
     # -- the middleware ----------------------------------------------------
 
     def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:

@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import _messages_delta_reducer
+from typing_extensions import TypedDict
 
 from langgraph_ctx import (
     Budget,
@@ -375,3 +385,22 @@ def test_the_target_is_a_share_of_the_messages_room_not_of_the_window() -> None:
     # After each compression the messages hold about 60% of their room (summaries
     # are written to what the target leaves), well under the red line.
     assert all(0.4 * room <= a <= 0.75 * room for a in after), (room, after)
+
+
+def test_graphs_whose_history_cannot_be_rewritten_are_refused_at_wiring() -> None:
+    from langgraph_ctx import ConfigurationError
+
+    for schema, match in ((DeltaState, "DeltaChannel"), (NoMessages, "no 'messages'")):
+        builder = StateGraph(schema)
+        builder.add_node("call_llm", lambda s: {})
+        builder.add_edge(START, "call_llm")
+        with pytest.raises(ConfigurationError, match=match):
+            Pipeline([PreflightCheck(), TieredCompression()]).attach(builder)
+
+
+class DeltaState(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
+
+
+class NoMessages(TypedDict):
+    notes: list[str]
