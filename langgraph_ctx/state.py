@@ -26,7 +26,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
-LEDGER_SIZE = 64
+LEDGER_SIZE = 32
 """Entries kept in ``context_ledger`` by the default reducer. Small on purpose:
 the ledger is rewritten into every checkpoint, so its size is paid per step.
 The full record of events goes to the custom stream and the event table."""
