@@ -17,7 +17,14 @@ from langgraph_ctx.errors import (
 from langgraph_ctx.events import SQLiteEventSink
 from langgraph_ctx.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.markers import is_pinned, is_summary, pin
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression
+from langgraph_ctx.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
+from langgraph_ctx.middleware import (
+    MemoryRecall,
+    PreflightCheck,
+    SummaryObserver,
+    TieredCompression,
+    ToolEviction,
+)
 from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.persistence import async_checkpointer_from_url, checkpointer_from_url
 from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
@@ -53,6 +60,10 @@ __all__ = [
     "ContextState",
     "EventSink",
     "LedgerEntry",
+    "Level",
+    "Memory",
+    "MemoryBank",
+    "MemoryRecall",
     "MessageTokenCache",
     "Middleware",
     "MiddlewareError",
@@ -64,10 +75,13 @@ __all__ = [
     "PostgresEventSink",
     "PreflightCheck",
     "SQLiteEventSink",
+    "SessionSummary",
+    "SummaryObserver",
     "ThreadBusyError",
     "ThreadLock",
     "TieredCompression",
     "TokenCounter",
+    "ToolEviction",
     "UsageReport",
     "View",
     "Zones",
@@ -86,5 +100,6 @@ __all__ = [
     "migration_status",
     "pin",
     "rebalance",
+    "remember_tool",
     "run_exclusive",
 ]

@@ -2,6 +2,8 @@
 
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.middleware.recall import MemoryRecall
+from langgraph_ctx.middleware.summary_observer import SummaryObserver
 from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
-__all__ = ["PreflightCheck", "TieredCompression", "ToolEviction"]
+__all__ = ["MemoryRecall", "PreflightCheck", "SummaryObserver", "TieredCompression", "ToolEviction"]
