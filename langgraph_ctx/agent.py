@@ -28,7 +28,14 @@ from langgraph.prebuilt import tools_condition
 from langgraph_ctx.archive import MessageArchive
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression, ToolEviction
+from langgraph_ctx.memory import MemoryBank, remember_tool
+from langgraph_ctx.middleware import (
+    MemoryRecall,
+    PreflightCheck,
+    SummaryObserver,
+    TieredCompression,
+    ToolEviction,
+)
 from langgraph_ctx.nodes import (
     ThinkSettings,
     call_llm_node,
@@ -56,6 +63,7 @@ def create_context_agent(
     think_settings: ThinkSettings | None = None,
     archive: MessageArchive | None = None,
     events: EventSink | None = None,
+    memory: MemoryBank | None = None,
     middleware: Sequence[Middleware] = (),
     state_schema: type[Any] = ContextState,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -73,6 +81,10 @@ def create_context_agent(
             (default: in memory). See ``langgraph_ctx.persistence`` for Postgres.
         budget: default: read the window from ``model``'s profile.
         think_model: the model for thoughts (default: ``model``).
+        memory: long-term memory: recall before each ``call_llm`` (within the
+            auxiliary budget, under a timeout), summaries stored as
+            observations, and a ``remember`` tool. Scoped by
+            ``config["configurable"]["user_id"]`` by default.
         middleware: more middleware, ordered with the built-ins by priority.
         state_schema: ``ContextState`` or a TypedDict extending it.
     """
@@ -89,6 +101,7 @@ def create_context_agent(
         think_settings=think_settings,
         archive=archive,
         events=events,
+        memory=memory,
         middleware=middleware,
         state_schema=state_schema,
     )
@@ -109,6 +122,7 @@ def build_context_agent(
     think_settings: ThinkSettings | None = None,
     archive: MessageArchive | None = None,
     events: EventSink | None = None,
+    memory: MemoryBank | None = None,
     middleware: Sequence[Middleware] = (),
     state_schema: type[Any] = ContextState,
 ) -> StateGraph[Any, Any, Any, Any]:
@@ -117,6 +131,9 @@ def build_context_agent(
     Compile it yourself, e.g. with no checkpointer so that, run inside a
     parent graph, it checkpoints as the parent's subgraph (sub-agents do this).
     """
+    if memory is not None:
+        tools = [*tools, remember_tool(memory)]
+        always_include = [*always_include, "remember"]
     registry = ToolRegistry(tools, always_include=always_include)
     budget = budget or Budget.from_model(model)
     builtins: list[Middleware] = [
@@ -128,6 +145,11 @@ def build_context_agent(
             nodes=["call_llm", "think"] if think else ["call_llm"],
         ),
     ]
+    if memory is not None:
+        builtins += [
+            MemoryRecall(memory, nodes=["call_llm"]),
+            SummaryObserver(memory, nodes=["call_llm", "think"] if think else ["call_llm"]),
+        ]
     builder = StateGraph(state_schema)
     builder.add_node("fetch_tools", fetch_tools_node(registry))
     builder.add_node("call_llm", call_llm_node(model, system_prompt=system_prompt))

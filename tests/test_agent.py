@@ -66,3 +66,22 @@ def test_multi_tool_task_and_resume(tmp_path: Path) -> None:
     assert set(out["tool_cache"]) <= set(second.calls[0].tool_names)  # and the tool cache
     assert "send_email" not in second.calls[0].tool_names
     assert out2["messages"][-1].text == "I could not send the e-mail."
+
+
+def test_memory_is_recalled_across_sessions_and_never_checkpointed() -> None:
+    from langgraph_ctx import MemoryBank
+
+    bank = MemoryBank()
+    bank.remember(
+        ("ana",), "Ana's warehouse is in Rotterdam; she ships only via DHL.", level="principle"
+    )
+    bank.remember(("bob",), "Bob's warehouse is in Lisbon.", level="observation")
+    model = ScriptedChatModel(default="noted")
+    agent = create_context_agent(model, [get_order], think=False, memory=bank)
+    config: Any = {"configurable": {"thread_id": "s1", "user_id": "ana"}}
+    out = agent.invoke({"messages": [HumanMessage("Which carrier does my warehouse use?")]}, config)
+    sent = model.calls[-1]
+    assert "ships only via DHL" in sent.text  # recalled into the prompt...
+    assert "Lisbon" not in sent.text  # ...from Ana's scope only
+    assert "remember" in sent.tool_names
+    assert not any("DHL" in m.text for m in out["messages"])  # ...and never persisted
