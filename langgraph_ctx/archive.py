@@ -152,24 +152,6 @@ class InMemoryArchive:
         return self.list(thread_id, namespace=namespace)
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS lgctx_archive (
-    thread_id    TEXT    NOT NULL,
-    namespace    TEXT    NOT NULL DEFAULT '',
-    message_id   TEXT    NOT NULL,
-    position     INTEGER NOT NULL,
-    role         TEXT    NOT NULL,
-    content_json TEXT    NOT NULL,
-    tokens       INTEGER NOT NULL,
-    archived_at  REAL    NOT NULL,
-    reason       TEXT    NOT NULL,
-    PRIMARY KEY (thread_id, namespace, message_id)
-);
-CREATE INDEX IF NOT EXISTS lgctx_archive_order
-    ON lgctx_archive (thread_id, namespace, position);
-"""
-
-
 class SQLiteArchive:
     """An archive in a SQLite file (or ``":memory:"``), safe across threads and processes.
 
@@ -188,7 +170,11 @@ class SQLiteArchive:
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA busy_timeout = 5000")
         self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.executescript(_SCHEMA)
+        # The table comes from the shipped migrations, so a file the archive
+        # created and one `langgraph-ctx migrate` created are the same.
+        from langgraph_ctx.schema import load_migrations, migrate_sqlite
+
+        migrate_sqlite(self._conn, load_migrations("sqlite"))
 
     def put(
         self,
