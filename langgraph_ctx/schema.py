@@ -254,8 +254,25 @@ def migrate_sqlite(conn: sqlite3.Connection, found: Sequence[Migration]) -> list
             raise
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    _wal(conn)
     SqliteSaver(conn).setup()
     return applied
+
+
+def _wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
+    # SqliteSaver.setup() switches the file to WAL, and that switch fails at once
+    # with "database is locked" (no busy wait) while another connection is mid
+    # write. Make the switch ourselves, retrying; once in WAL, setup's own
+    # request is a no-op.
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _sqlite_recorded(conn: sqlite3.Connection) -> dict[int, tuple[str, str, str | None]]:

@@ -126,7 +126,8 @@ def test_concurrent_first_start_applies_each_migration_once(postgres_db: str) ->
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(start, range(8)))
-    assert sorted(results) == [(), (), (), (), (), (), (), (1, 2)]
+    # Each migration applied exactly once, whichever threads applied them.
+    assert sorted(v for applied in results for v in applied) == [1, 2]
     assert rows(postgres_db, "SELECT version FROM lgctx_schema_versions ORDER BY 1") == [(1,), (2,)]
     known = len(PostgresSaver.MIGRATIONS)
     assert rows(postgres_db, "SELECT count(*) FROM checkpoint_migrations") == [(known,)]
@@ -186,7 +187,8 @@ def test_sqlite_gets_the_same_tables_concurrently(tmp_path: Path) -> None:
 
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(start, range(8)))
-    assert sorted(results) == [(), (), (), (), (), (), (), (1, 2)]
+    # Each migration applied exactly once, whichever threads applied them.
+    assert sorted(v for applied in results for v in applied) == [1, 2]
     status = migration_status(url)
     assert status.up_to_date and status.langgraph == "checkpoint tables present"
     with closing(sqlite3.connect(tmp_path / "nested" / "s.sqlite")) as conn:
