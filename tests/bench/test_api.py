@@ -34,7 +34,6 @@ def test_results_render_side_by_side_tables(tmp_path: Path) -> None:
     assert "| no management | 3 | 0.963 | 0.542 | 1/1 (after 2 calls) |" in text
     assert "| trim_messages (last) | 3 | 0.750 | 0.471 | 0/1 | 1 (1.28:1) | 0/1 (0%) |" in text
     assert "Longevity" not in text  # no long-horizon workload in this run
-    pytest.importorskip("matplotlib")
     paths = results.plots(tmp_path)
     assert [p.name for p in paths] == ["harness-tiny-utilization.png", "harness-tiny-context.png"]
     assert all(p.stat().st_size > 1_000 for p in paths)
@@ -75,8 +74,7 @@ def test_the_command_writes_the_report_and_plots(tmp_path: Path) -> None:
     argv = ["bench", "--workloads", "qa", "--strategies", "none", "ours", "--quick", "--quiet"]
     assert main([*argv, "--out", str(out)]) == 0
     assert "### simple Q&A (10-20 messages)" in (out / "harness.md").read_text()
-    if pytest.importorskip("matplotlib"):
-        assert (out / "harness-qa-utilization.png").is_file()
+    assert (out / "harness-qa-utilization.png").is_file()
 
 
 def test_the_command_reports_bad_names_as_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
