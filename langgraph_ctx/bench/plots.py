@@ -34,9 +34,8 @@ def _per_turn(run: SessionRun) -> tuple[list[int], list[int]]:
 
 def write_plots(result: WorkloadResult, directory: Path) -> list[Path]:
     w, k = result.workload, _session_index(result)
-    runs = {
-        STRATEGIES[n].label if n in STRATEGIES else n: p.runs[k] for n, p in result.pairs.items()
-    }
+    # One line per strategy: extra runs (ours over the peers' span) would hide the others.
+    runs = {STRATEGIES[n].label: p.runs[k] for n, p in result.pairs.items() if n in STRATEGIES}
     if not runs:
         return []
     name = w.sessions[k].name
