@@ -3,7 +3,8 @@
 ``C_max = system + messages + tools + auxiliary + output reserve + safety margin``
 (paper, eq. 1). Allocations are soft targets: the pre-flight check compares
 what each component uses against them, lends an under-used component's surplus
-to the ones over their share, and classifies total utilization into a zone.
+to the ones over their share, and classifies the prompt into a zone: red at
+or over :attr:`Budget.red_line`, otherwise by utilization (total / window).
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ _REFERENCE = {
 
 @dataclass(frozen=True, kw_only=True)
 class Zones:
-    """Utilization thresholds (estimated prompt tokens / window), per model."""
+    """Utilization thresholds (estimated prompt tokens / window), per model.
+
+    A budget caps the red threshold at its prompt limit: see :attr:`Budget.red_line`.
+    """
 
     yellow: float = 0.70
     """At or above this, compression candidates are marked (advisory)."""
@@ -135,6 +139,25 @@ class Budget:
         """The most tokens the prompt may take and still leave reserve and margin."""
         return self.window - self.output_reserve - self.safety_margin
 
+    @property
+    def red_line(self) -> int:
+        """Prompt tokens at which the zone turns red.
+
+        ``min(int(zones.red * window), prompt_limit)``: the red threshold is a
+        share of the whole window, but a prompt past
+        :attr:`prompt_limit` would eat the output reserve and safety margin, so
+        the limit caps it. With the default shares the cap wins: 106,000 of a
+        128,000 window (0.828), under 0.85.
+        """
+        return min(int(self.zones.red * self.window), self.prompt_limit)
+
+    def zone(self, total: int) -> Zone:
+        """The zone of a prompt of ``total`` tokens: red at or over :attr:`red_line`,
+        otherwise yellow or green by utilization (``total / window``)."""
+        if total >= self.red_line:
+            return "red"
+        return self.zones.classify(total / self.window)
+
     def allocation(self) -> dict[Component, int]:
         return {c: getattr(self, c) for c in COMPONENTS}
 
@@ -189,6 +212,8 @@ class UsageReport:
     utilization: float
     """``total / window``."""
     zone: Zone
+    """:meth:`Budget.zone` of ``total``: red at or over the red line, which the
+    prompt limit caps, even when ``utilization`` is under ``zones.red``."""
     prompt_limit: int
     """``window - output_reserve - safety_margin``."""
     calibration: float = 1.0
@@ -233,7 +258,7 @@ def measure(
         total=total,
         window=budget.window,
         utilization=utilization,
-        zone=budget.zones.classify(utilization),
+        zone=budget.zone(total),
         prompt_limit=budget.prompt_limit,
         calibration=calibration,
         raw_total=total if raw_total is None else raw_total,

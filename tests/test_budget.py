@@ -100,6 +100,23 @@ def test_zone_from_total_tokens() -> None:
     assert measure(b, {"messages": 108_800}).zone == "red"  # exactly 0.85
 
 
+def test_red_line_is_capped_at_the_prompt_limit() -> None:
+    b = Budget.for_window(64_000)
+    assert b.prompt_limit == 53_000 < int(0.85 * 64_000) == 54_400
+    assert b.red_line == min(int(b.zones.red * b.window), b.prompt_limit) == 53_000
+    loose = Budget.for_window(128_000, output_reserve=4_000, safety_margin=2_000)
+    assert loose.red_line == min(108_800, 122_000) == 108_800  # the zone wins
+
+
+def test_a_prompt_at_the_prompt_limit_is_red_under_085() -> None:
+    b = Budget.for_window(64_000)
+    at_limit = measure(b, {"system": 1_000, "messages": b.prompt_limit - 1_000})
+    assert at_limit.utilization < b.zones.red  # 0.828: utilization alone says yellow
+    assert at_limit.utilization == at_limit.total / b.window
+    assert at_limit.zone == "red"
+    assert measure(b, {"messages": b.red_line - 1}).zone == "yellow"
+
+
 def test_surplus_goes_to_messages_first() -> None:
     alloc = {"system": 4_000, "messages": 70_000, "tools": 12_000, "auxiliary": 20_000}
     used = {"system": 1_000, "messages": 80_000, "tools": 2_000, "auxiliary": 25_000}

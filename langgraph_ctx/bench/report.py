@@ -204,7 +204,7 @@ class Results:
             f"### {w.title}",
             "",
             f"{w.description}. Window {w.window:,} (red line "
-            f"{int(w.window * budget.zones.red):,}, prompt limit {budget.prompt_limit:,}).",
+            f"{budget.red_line:,}, prompt limit {budget.prompt_limit:,}).",
             "",
         ]
         head = [

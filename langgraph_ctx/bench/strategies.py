@@ -50,9 +50,8 @@ class Setup:
 
     @property
     def limit(self) -> int:
-        """The peers' threshold: the red line or the prompt limit, whichever is lower."""
-        budget = self.budget
-        return min(int(self.window * budget.zones.red), budget.prompt_limit)
+        """The peers' threshold: the red line (which the prompt limit caps)."""
+        return self.budget.red_line
 
     @property
     def summary_tokens(self) -> int:

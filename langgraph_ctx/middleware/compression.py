@@ -364,9 +364,8 @@ class _Work:
 
 def _room(report: UsageReport, budget: Budget) -> int:
     """Calibrated tokens the messages may take before the prompt reaches the red line
-    (or the prompt limit, if lower), given what the other components use now."""
-    line = min(int(budget.zones.red * report.window), report.prompt_limit)
-    return max(0, line - (report.total - report.used.get("messages", 0)))
+    (which the prompt limit caps), given what the other components use now."""
+    return max(0, budget.red_line - (report.total - report.used.get("messages", 0)))
 
 
 def _summary_message(
