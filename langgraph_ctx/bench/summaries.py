@@ -5,9 +5,8 @@ the same summarizer behind the chat-model interface (:class:`ExtractiveChatModel
 Each summary is logged with its input and output tokens and its entity retention:
 the share of the distinct entities (:func:`~langgraph_ctx.summarizers.entities`) of
 the summarized messages that the summary's own entities include, normalized. (Set
-based, so linear: ``entity_retention`` searches one regex per entity, which takes
-seconds on a 40K-token span.) Logging time is bookkeeping, discounted from the
-strategy's measured time.
+based, so linear: ``entity_retention`` instead scans the summary once per entity.)
+Logging time is bookkeeping, discounted from the strategy's measured time.
 """
 
 from __future__ import annotations
