@@ -1,4 +1,4 @@
-"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``.
+"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``, ``bench``.
 
 Exit codes: 0 done; 1 ``migrate --status`` found work to do, or ``inspect``
 found no such thread; 2 a usage or configuration error (a bad URL, an
