@@ -6,7 +6,7 @@
 - Protected (tier 1): the last N turns verbatim. A turn is a user message and
   everything up to the next one. N is at least ``min_turns``, extends back
   while the conversation stays on the current topic, and is capped by a token
-  budget.
+  budget; the cap wins over the floor, down to the current turn.
 - Compressible (tier 2): the rest, oldest first, cut only where no assistant
   message with tool calls is separated from its tool results.
 
@@ -183,14 +183,24 @@ def protected_start(
 ) -> int:
     """Index in ``rest`` where the protected window begins.
 
-    At least ``min_turns`` turns; then whole turns further back while they stay
-    on the latest turn's topic, up to ``max_turns`` and ``max_tokens``.
+    At least ``min_turns`` turns, unless they take more than ``max_tokens``:
+    then as many of the latest as fit, but always the current one. Then whole
+    turns further back while they stay on the latest turn's topic, up to
+    ``max_turns`` and ``max_tokens``.
     """
     starts = turn_starts(rest)
-    if len(starts) <= min_turns:
-        return 0
-    start = starts[-min_turns]
+    n = min(min_turns, len(starts))
+    start = 0 if n == len(starts) else starts[-n]
     tokens = sum(count(m) for m in rest[start:])
+    # The floor yields to the cap, down to the current turn: a few tool-heavy
+    # turns can outgrow the whole budget. Past that, the compression middleware
+    # compacts tool results instead of overflowing.
+    while n > 1 and tokens > max_tokens:
+        n -= 1
+        start = starts[-n]
+        tokens = sum(count(m) for m in rest[start:])
+    if n < min_turns or len(starts) <= min_turns:
+        return _safe_at_or_before(rest, start)
     latest = rest[starts[-1]]
     for k in range(min_turns + 1, min(max_turns, len(starts)) + 1):
         candidate = starts[-k]

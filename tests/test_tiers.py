@@ -103,3 +103,30 @@ def test_a_summary_cap_means_a_shorter_span_frees_the_same_room() -> None:
     assert 0 < len(capped.compress) < len(uncapped.compress)
     freed = sum(count(m) for m in capped.compress)
     assert freed >= 600  # no growth expected: the span itself is what is freed
+
+
+def _tool_turn(t: int, size: int) -> list[BaseMessage]:
+    call = {"name": "search", "args": {"q": str(t)}, "id": f"call{t}"}
+    return [
+        HumanMessage(f"subject{t} detail{t}", id=f"u{t}"),  # each turn off topic
+        AIMessage("", tool_calls=[call], id=f"c{t}"),
+        ToolMessage("result " * size, tool_call_id=f"call{t}", id=f"r{t}"),
+        AIMessage(f"answer {t}", id=f"a{t}"),
+    ]
+
+
+def test_the_token_cap_wins_over_the_turn_floor_down_to_the_current_turn() -> None:
+    """Three tool-heavy turns can outgrow the whole message budget: then fewer are
+    protected, so compression can bring the history back under it."""
+    count = lambda m: len(m.text) // 4 + 3  # noqa: E731
+    history: list[BaseMessage] = [HumanMessage("the task", id="task")]
+    for t in range(6):
+        history += _tool_turn(t, 200)
+    options = {"free_tokens": 10_000, "expected_ratio": 4.0, "min_turns": 3}
+    roomy = plan_compression(history, count, max_protected_tokens=2_000, **options)
+    assert roomy.keep[0].id == "u3"  # the floor: three turns
+    tight = plan_compression(history, count, max_protected_tokens=800, **options)
+    assert tight.keep[0].id == "u4"  # two turns (~370 tokens each) fit under 800
+    tiny = plan_compression(history, count, max_protected_tokens=10, **options)
+    assert tiny.keep[0].id == "u5"  # never less than the current turn
+    assert_whole(tiny.compress)
