@@ -16,7 +16,7 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.events import SQLiteEventSink
 from langgraph_ctx.locks import ThreadLock, arun_exclusive, run_exclusive
-from langgraph_ctx.markers import is_pinned, is_summary, pin
+from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
 from langgraph_ctx.middleware import (
     MemoryRecall,
@@ -92,6 +92,7 @@ __all__ = [
     "checkpointer_from_url",
     "current_context",
     "estimate_tokens",
+    "is_compacted",
     "is_pinned",
     "is_summary",
     "ledger_reducer",

@@ -13,6 +13,7 @@ from langchain_core.messages import BaseMessage
 KEY = "lgctx"
 SUMMARY_PREFIX = "[Conversation Summary]"
 RECALL_PREFIX = "[Recalled Memory]"
+COMPACTED_PREFIX = "[Compacted tool result]"
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -46,3 +47,21 @@ def summary_info(message: BaseMessage) -> dict[str, Any] | None:
 def is_ephemeral(message: BaseMessage) -> bool:
     """Whether ``message`` was injected for one call only (recall, thought)."""
     return bool(_marks(message).get("ephemeral"))
+
+
+def is_compacted(message: BaseMessage) -> bool:
+    """Whether ``message`` is a tool result shrunk in place (its original is archived)."""
+    return "compacted" in _marks(message)
+
+
+def compacted(message: M, text: str, tokens: int) -> M:
+    """A copy of ``message`` with ``text`` as its content, marked as compacted from
+    ``tokens`` tokens. Same id, same tool call: the pair stays whole."""
+    marks = {**_marks(message), "compacted": {"tokens": tokens}}
+    return message.model_copy(
+        update={
+            "content": f"{COMPACTED_PREFIX} ({tokens} tokens; original archived as "
+            f"{message.id})\n{text}",
+            "additional_kwargs": {**message.additional_kwargs, KEY: marks},
+        }
+    )

@@ -7,6 +7,10 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   they have under the red line (well under it, so the next compression is
   dozens of turns away, not the next call);
 - yellow zone: record the candidates (advisory), once per new boundary;
+- if the turns it keeps verbatim are too large even then (a few tool-heavy
+  turns can outgrow a small budget), compact their large tool results in
+  place, oldest first: same message, same tool call id, an extractive digest
+  as content, the original archived;
 - if even full compression cannot fit the prompt (a giant pinned message),
   record ``budget_unreachable`` and log it. Pinned content is never dropped.
 
@@ -20,18 +24,19 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, summary_info
+from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, compacted, is_compacted, summary_info
 from langgraph_ctx.pipeline import (
     AsyncNext,
     CallContext,
@@ -49,6 +54,11 @@ from langgraph_ctx.summarizers import (
 from langgraph_ctx.tiers import Plan, plan_compression, split_tiers
 
 logger = logging.getLogger("langgraph_ctx.compression")
+
+COMPACT_MIN_TOKENS = 200
+"""Tool results smaller than this are never compacted: too little to gain."""
+COMPACT_FLOOR = 100
+"""The smallest digest a compacted tool result is given."""
 
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
@@ -138,6 +148,7 @@ class TieredCompression(Middleware):
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback
             )
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._compactor = ExtractiveSummarizer()
         self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.target_utilization = target_utilization
         self.min_protected_turns = min_protected_turns
@@ -170,10 +181,16 @@ class TieredCompression(Middleware):
         sink: list[str] = []
         token = _fallbacks.set(sink)
         try:
-            text = self.summarizer.summarize(work.source, max_tokens=work.max_tokens)
+            text = (
+                self.summarizer.summarize(work.source, max_tokens=work.max_tokens)
+                if work.source
+                else None
+            )
         finally:
             _fallbacks.reset(token)
-        self._archive_sync(work, ctx)
+        thread, ns = _scope(ctx)
+        for messages, reason in work.removals():
+            self.archive.put(thread, messages, reason=reason, namespace=ns)
         return next(self._apply(view, ctx, work, text, sink))
 
     async def acall(
@@ -185,16 +202,16 @@ class TieredCompression(Middleware):
         sink: list[str] = []
         token = _fallbacks.set(sink)
         try:
-            text = await self.summarizer.asummarize(work.source, max_tokens=work.max_tokens)
+            text = (
+                await self.summarizer.asummarize(work.source, max_tokens=work.max_tokens)
+                if work.source
+                else None
+            )
         finally:
             _fallbacks.reset(token)
         thread, ns = _scope(ctx)
-        plan = work.plan
-        await self.archive.aput(thread, plan.compress, reason="compressed", namespace=ns)
-        if work.meta:
-            await self.archive.aput(
-                thread, plan.tiers.summaries, reason="consolidated", namespace=ns
-            )
+        for messages, reason in work.removals():
+            await self.archive.aput(thread, messages, reason=reason, namespace=ns)
         return await next(self._apply(view, ctx, work, text, sink))
 
     def original(
@@ -246,11 +263,19 @@ class TieredCompression(Middleware):
         if not urgent:
             self._advise(plan, span, ctx)
             return None
-        if not plan.compress:
-            self._unreachable(plan, ctx, "nothing left to compress")
-            return None
-        # What the summaries may take and still meet the goal, within their cap.
         kept = sum(count(m) for m in plan.keep)
+        smallest = low if plan.compress else 0  # the least a new summary adds
+        # Turns kept verbatim may alone be too large (tool-heavy ones): compact
+        # their tool results, oldest first, by what it takes to meet the goal.
+        excess = pinned + kept + smallest - goal
+        compact = _compactions(plan.keep, count, excess, self.expected_ratio)
+        kept -= sum(count(m) - size for m, size in compact)
+        if not plan.compress:
+            if not compact:
+                self._unreachable(plan, ctx, "nothing left to compress")
+                return None
+            return _Work(plan, [], 0, meta=False, compact=compact)
+        # What the summaries may take and still meet the goal, within their cap.
         room = min(cap, goal - pinned - kept)
         if room < low:
             # The target is out of reach whatever the summary's size: then at least
@@ -270,8 +295,10 @@ class TieredCompression(Middleware):
         if len(summaries) + 1 > self.max_summary_layers or existing + layer > max(room, low):
             # Consolidate: the earlier layers and the new span in one call, written
             # to the cap (or what the goal leaves), never to the budget's full size.
-            return _Work(plan, [*summaries, *plan.compress], max(low, room), meta=True)
-        return _Work(plan, plan.compress, layer, meta=False)
+            return _Work(
+                plan, [*summaries, *plan.compress], max(low, room), meta=True, compact=compact
+            )
+        return _Work(plan, plan.compress, layer, meta=False, compact=compact)
 
     def _advise(self, plan: Plan, span: int, ctx: CallContext) -> None:
         # Once per approach to the red line, not on every yellow call.
@@ -283,51 +310,67 @@ class TieredCompression(Middleware):
             {"messages": len(plan.compress), "tokens": span, "through": plan.compress[-1].id},
         )
 
-    def _archive_sync(self, work: _Work, ctx: CallContext) -> None:
-        thread, ns = _scope(ctx)
-        self.archive.put(thread, work.plan.compress, reason="compressed", namespace=ns)
-        if work.meta:
-            self.archive.put(thread, work.plan.tiers.summaries, reason="consolidated", namespace=ns)
-
     def _apply(
-        self, view: View, ctx: CallContext, work: _Work, text: str, fallbacks: list[str]
+        self, view: View, ctx: CallContext, work: _Work, text: str | None, fallbacks: list[str]
     ) -> View:
-        plan = work.plan
-        previous = plan.tiers.summaries
-        seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
-        through = str(plan.compress[-1].id)
-        summary = _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
-        summaries = [summary] if work.meta else [*previous, summary]
-        messages = plan.messages(summaries)
+        plan, count = work.plan, ctx.session.cache.count_of
+        summaries = previous = plan.tiers.summaries
+        digests = {id(m): self._compact(m, size, count(m)) for m, size in work.compact}
+        keep = [digests.get(id(m), m) for m in plan.keep]
+        gone = [*plan.compress, *(m for m, _ in work.compact)]
+        before = sum(count(m) for m in gone)
+        if work.meta:
+            before += sum(count(m) for m in previous)
+        ctx.session.cache.forget([str(m.id) for m in gone])
+        summary = None
+        if text is not None:
+            seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
+            through = str(plan.compress[-1].id)
+            summary = _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
+            summaries = [summary] if work.meta else [*previous, summary]
+        messages = [*plan.tiers.pinned, *summaries, *keep]
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
-
-        count = ctx.session.cache.count_of
-        before = sum(count(m) for m in work.source)
-        removed = sum(count(m) for m in plan.compress)
-        removed += sum(count(m) for m in previous) if work.meta else 0
-        ctx.session.cache.forget([str(m.id) for m in plan.compress])
+        after = sum(count(m) for m in digests.values()) + (count(summary) if summary else 0)
         ctx.session.scratch["compression_advised"] = False
-        report = ctx.adjust_usage("messages", count(summary) - removed)
-        after = ctx.counter.count_text(text)
-        ctx.record(
-            "compression",
-            {
-                "seq": seq,
-                "messages": len(plan.compress),
-                "through": through,
-                "tokens_before": before,
-                "tokens_after": after,
-                "ratio": round(before / max(after, 1), 2),
-                "entity_retention": round(entity_retention(work.source, text), 4),
-                "meta": work.meta,
-                "utilization_after": round(report.utilization, 4),
-            },
-        )
+        report = ctx.adjust_usage("messages", after - before)
+        if work.compact:
+            ctx.record(
+                "tool_results_compacted",
+                {
+                    "ids": [str(m.id) for m, _ in work.compact],
+                    "tokens_before": sum(count(m) for m, _ in work.compact),
+                    "tokens_after": sum(count(m) for m in digests.values()),
+                },
+            )
+        if summary is not None and text is not None:
+            source = sum(count(m) for m in work.source)
+            written = ctx.counter.count_text(text)
+            info = summary_info(summary) or {}
+            ctx.record(
+                "compression",
+                {
+                    "seq": info["seq"],
+                    "messages": len(plan.compress),
+                    "through": info["through"],
+                    "tokens_before": source,
+                    "tokens_after": written,
+                    "ratio": round(source / max(written, 1), 2),
+                    "entity_retention": round(entity_retention(work.source, text), 4),
+                    "meta": work.meta,
+                    "utilization_after": round(report.utilization, 4),
+                },
+            )
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
         if report.total > report.prompt_limit:
             self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
         return view.replace(messages=messages)
+
+    def _compact(self, message: BaseMessage, size: int, tokens: int) -> BaseMessage:
+        # Extractive whatever the summarizer: a tool result is records, not prose,
+        # and a model call per result would cost more than it saves.
+        digest = self._compactor.summarize([message], max_tokens=size)
+        return compacted(message, digest, tokens)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.usage
@@ -357,9 +400,37 @@ class _Work:
 
     plan: Plan
     source: list[BaseMessage]
-    """The span to compress; for a consolidation, the earlier summaries before it."""
+    """The span to compress (empty if only tool results are compacted); for a
+    consolidation, the earlier summaries before it."""
     max_tokens: int
     meta: bool
+    compact: list[tuple[BaseMessage, int]] = field(default_factory=list)
+    """Kept tool results to shrink in place, each with its digest's size."""
+
+    def removals(self) -> list[tuple[list[BaseMessage], str]]:
+        """What leaves the active state, by archive reason: archived before it goes."""
+        out = [(self.plan.compress, "compressed")]
+        if self.meta:
+            out.append((self.plan.tiers.summaries, "consolidated"))
+        if self.compact:
+            out.append(([m for m, _ in self.compact], "compacted"))
+        return [(messages, reason) for messages, reason in out if messages]
+
+
+def _compactions(
+    keep: list[BaseMessage], count: Callable[[BaseMessage], int], excess: int, ratio: float
+) -> list[tuple[BaseMessage, int]]:
+    """The oldest large tool results whose digests save ``excess`` tokens, with sizes."""
+    chosen: list[tuple[BaseMessage, int]] = []
+    for m in keep:
+        if excess <= 0:
+            break
+        tokens = count(m)
+        if isinstance(m, ToolMessage) and not is_compacted(m) and tokens >= COMPACT_MIN_TOKENS:
+            size = max(COMPACT_FLOOR, int(tokens / ratio))
+            chosen.append((m, size))
+            excess -= tokens - size
+    return chosen
 
 
 def _room(report: UsageReport, budget: Budget) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Annotated, Any
 
@@ -34,9 +35,11 @@ from langgraph_ctx import (
     pin,
 )
 from langgraph_ctx.archive import InMemoryArchive
-from langgraph_ctx.markers import SUMMARY_PREFIX, summary_info
+from langgraph_ctx.markers import SUMMARY_PREFIX, is_compacted, summary_info
 from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
 
+COUNTER = TokenCounter()
 FILLER = (
     "Reviewed the vendor contract clauses and the shipping schedule for the next quarter, "
     "cross-checking invoice totals against the ledger entries recorded by finance. "
@@ -404,3 +407,41 @@ class DeltaState(TypedDict):
 
 class NoMessages(TypedDict):
     notes: list[str]
+
+
+def test_large_tool_results_in_the_current_turn_are_compacted_not_overflowed() -> None:
+    """One user turn with many large tool results outgrows the budget, and there is
+    nothing older to summarize: the older results are compacted in place (same id,
+    same call), the originals archived, the latest result left verbatim."""
+    archive = InMemoryArchive()
+    graph, model, compression = make_graph(archive=archive)
+    config = cfg("compact")
+    graph.invoke({"messages": [HumanMessage("Audit the open invoices.", id="task")]}, config)
+    graph.invoke({"messages": [HumanMessage("Start with the March batch.", id="ask")]}, config)
+    sent: list[BaseMessage] = []
+    for i in range(12):
+        rows = [{"invoice": f"INV-{i:02d}{k:02d}", "amount": 100 * k + i} for k in range(25)]
+        call = {"name": "list_invoices", "args": {"page": i}, "id": f"call{i}"}
+        exchange = [
+            AIMessage("", tool_calls=[call], id=f"c{i}"),
+            ToolMessage(json.dumps(rows), tool_call_id=f"call{i}", id=f"r{i}"),
+        ]
+        sent += exchange
+        graph.invoke({"messages": exchange}, config)
+    assert events(graph, config, "tool_results_compacted")
+    assert not events(graph, config, "budget_unreachable")
+    limit = Budget.for_window(4_000).prompt_limit
+    for c in model.calls:
+        assert_no_orphans(list(c.messages))
+        assert COUNTER.count_messages(list(c.messages)) <= limit
+    last = list(model.calls[-1].messages)
+    assert "Start with the March batch." in [m.text for m in last]  # the request stays
+    assert last[-1].id == "r11" and not is_compacted(last[-1])  # the latest result too
+    state = graph.get_state(config).values["messages"]
+    shrunk = [m for m in state if is_compacted(m)]
+    assert shrunk and all(isinstance(m, ToolMessage) for m in shrunk)
+    for m in shrunk:
+        original = next(x for x in sent if x.id == m.id)
+        assert m.tool_call_id == original.tool_call_id
+        assert compression.original("compact", str(m.id)) == original  # nothing lost
+        assert "INV-" in m.text  # the digest keeps the records' identifiers
