@@ -60,6 +60,14 @@ today tomorrow yesterday mentioned conversation summary recalled memory i'm i've
 id ids
 """
 _STOP = frozenset(_STOP_WORDS.split())
+# A title in quotes ("Tech for Good", 'Future Focus'): capitalized words, with the
+# small words a title may hold between them. Quotes make it a name even at the start.
+_TITLE_WORD = r"[A-Z][\w'\u2019&.-]*"
+_QUOTED = re.compile(
+    rf"(?<![\w])[\"\u201c\u2018'](?P<title>{_TITLE_WORD}(?:[ \t]+(?:{_TITLE_WORD}|"
+    rf"(?:of|for|the|and|a|an|in|on|to|at|with|by)(?=[ \t]+[A-Z]))){{0,5}})[\"\u201d\u2019']"
+    r"(?![\w])"
+)
 # Not ':': after a label ("notes: Fedex") a capital is usually a name.
 _SENTENCE_START = frozenset(".!?;\n\"'(*#>-\u201c\u2018\u2014\u2013")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*")
@@ -92,6 +100,10 @@ def entity_list(text: str, ordinary: Collection[str] = ()) -> list[str]:
     """
     found = dict.fromkeys(m.group(0) for m in _TOKEN.finditer(text))
     rest = _TOKEN.sub(" ", text)  # so "ACC" of ACC-48213 is not also a proper noun
+    titles = [m.group("title") for m in _QUOTED.finditer(rest)]
+    if titles:
+        found.update((t, None) for t in titles if " " in t or not is_common(t))
+        rest = _QUOTED.sub(" ", rest)
     lower = lowercase_words(rest)
     if ordinary:
         lower |= {w.casefold() for w in _WORD.findall(rest) if w.casefold() in ordinary}
@@ -131,10 +143,11 @@ def entities(text: str) -> set[str]:
     ratios and ranges (138/85, 30-50); numbers of two or more digits or with
     decimals (single digits are mostly list markers and counts); proper nouns:
     runs of capitalized words and acronyms ("Goldman Sachs", "Bank of America",
-    "AWS"), leading function words aside. A lone capitalized word at the start
-    of a sentence counts only if it is no common English word (see
-    :mod:`langgraph_ctx.lexicon`), no sentence adverb or abstract noun, and
-    does not also appear in lower case; or if it recurs mid-sentence.
+    "AWS"), leading function words aside; titles in quotes ("Tech for Good").
+    A lone capitalized word at the start of a sentence counts only if it is no
+    common English word (see :mod:`langgraph_ctx.lexicon`), no sentence adverb
+    or abstract noun, and does not also appear in lower case; or if it recurs
+    mid-sentence.
     """
     return set(entity_list(text))
 

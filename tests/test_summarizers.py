@@ -337,6 +337,16 @@ def test_entities_skip_capitalized_sentence_starts_but_not_names() -> None:
     assert entities("Deploy went fine. We use Kubernetes and AWS.") == {"Kubernetes", "AWS"}
 
 
+def test_titles_in_quotes_are_names_whole_but_quoted_words_are_not() -> None:
+    # Quotes open a "sentence" for the capital test, and "for" joins no run of capitals:
+    # without the title rule these come out as "Focus" and "Tech", "Good".
+    assert entities("I host a dinner series called 'Future Focus' every quarter.") == {
+        "Future Focus"
+    }
+    assert entities("Our department runs a \u201cTech for Good\u201d day.") == {"Tech for Good"}
+    assert entities("She said \"Hello\" and I'm 'really' glad, don't 'Worry'.") == set()
+
+
 def test_entities_sentence_initial_names_multiword_names_and_compound_values() -> None:
     assert entities("Dealogic has become my deal diary.") == {"Dealogic"}
     assert entities("Python and R are my tools. Occasionally, I use Julia.") == {
