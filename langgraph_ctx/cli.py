@@ -196,7 +196,8 @@ def _add_bench(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--strategies",
         nargs="+",
         metavar="NAME",
-        help="ours none trim summarization context-editing langmem ours+subagents (default: all)",
+        help="ours ours+memory none trim summarization context-editing langmem "
+        "ours+subagents (default: all)",
     )
     bench.add_argument("--seed", type=int, default=0, help="names the synthetic sessions")
     bench.add_argument("--out", type=Path, default=Path("bench-results"), help="output directory")

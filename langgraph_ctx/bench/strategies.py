@@ -158,6 +158,26 @@ def build_ours(setup: Setup) -> Replay:
     return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
 
 
+def build_ours_memory(setup: Setup) -> Replay:
+    """Ours, plus long-term memory: every summary is kept as an observation, and
+    recall brings the ones that match the current turn back within the auxiliary
+    budget. Offline: an in-memory store ranked lexically (BM25), scoped per thread."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_ctx.memory import MemoryBank
+    from langgraph_ctx.middleware import MemoryRecall, SummaryObserver
+
+    bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",))
+    middleware = [
+        PreflightCheck(),
+        SummaryObserver(bank),
+        TieredCompression(summarizer=CountingSummarizer(setup.log)),
+        MemoryRecall(bank),
+    ]
+    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+
 def _peer(name: str) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
         from langgraph_ctx.bench import peers
@@ -178,6 +198,7 @@ STRATEGIES: dict[str, Strategy] = {
     s.name: s
     for s in (
         Strategy("ours", "ours (pre-flight + compression)", build_ours),
+        Strategy("ours+memory", "ours + memory recall of past summaries", build_ours_memory),
         Strategy("none", "no management", build_none),
         Strategy("trim", "trim_messages (last)", _peer("build_trim")),
         Strategy("summarization", "SummarizationMiddleware", _peer("build_summarization")),

@@ -6,10 +6,11 @@ import time
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx import View, as_middleware
-from langgraph_ctx.bench import STRATEGIES, TokenTally
+from langgraph_ctx.bench import STRATEGIES, Probe, Session, Step, TokenTally
 from langgraph_ctx.bench.metrics import measure
 from langgraph_ctx.bench.runner import run_pair
 from langgraph_ctx.bench.strategies import TimedPipeline
@@ -127,3 +128,29 @@ def test_interleaved_plans_measure_what_separate_runs_do() -> None:
     assert [r.prompt_tokens for r in pairs["trim"].runs] == [[13, 40, 60]] * 2
     assert [r.prompt_tokens for r in pairs["x"].runs] == [[13, 40]] * 2
     assert pairs["none"].checkpoint_bytes > pairs["x"].checkpoint_bytes > 0  # own savers
+
+
+def _long_ago_fact(calls: int) -> Session:
+    """A locker number said once, then ``calls`` turns about orders, each naming new ids
+    (more than any summary can hold), then it is asked for."""
+    steps = [Step("s0", (HumanMessage("Help me track my orders.", id="task"),),
+                  AIMessage("Sure.", id="s0"), 0),
+             Step("s1", (HumanMessage("Gym locker QX-4417 holds the spare bag.", id="u1"),),
+                  AIMessage("Noted.", id="s1"), 1)]  # fmt: skip
+    for i in range(2, calls):
+        order = f"Order ORD-{i:04d} shipped from warehouse W{i % 7} as TRK{i * 7919 % 99991:05d}. "
+        inputs = (HumanMessage(order * 3, id=f"u{i}"),)
+        steps.append(Step(f"s{i}", inputs, AIMessage("ok", id=f"s{i}"), i))
+    ask = (HumanMessage("Which gym locker holds the spare bag?", id="ask"),)
+    steps.append(Step("last", ask, AIMessage("ok", id="last"), calls))
+    return Session("locker", tuple(steps), (Probe("code", ("QX-4417",), at="last"),))
+
+
+def test_memory_recall_brings_back_a_fact_compression_summarized_away() -> None:
+    session = _long_ago_fact(350)
+    plain = run_pair(STRATEGIES["ours"], [session], window=8_000, backend="memory",
+                     tally=TokenTally())  # fmt: skip
+    recall = run_pair(STRATEGIES["ours+memory"], [session], window=8_000, backend="memory",
+                      tally=TokenTally())  # fmt: skip
+    assert plain.runs[0].summary_out and plain.runs[0].probes == {"code": False}
+    assert recall.runs[0].probes == {"code": True}
