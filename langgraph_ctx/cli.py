@@ -96,6 +96,7 @@ def _demo(args: argparse.Namespace) -> int:
     print(format_report(report))
     if report.utilization:
         try:
+            from langgraph_ctx.budget import Budget
             from langgraph_ctx.plot import plot_utilization
 
             plot_utilization(
@@ -104,6 +105,7 @@ def _demo(args: argparse.Namespace) -> int:
                     "sent to the model": report.utilization,
                     "measured by pre-flight": report.measured,
                 },
+                budget=Budget.for_window(args.window),
                 marks=report.compression_calls,
                 title=f"langgraph-ctx demo: {report.turns_total} turns, window {args.window:,}",
             )

@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from langgraph_ctx.budget import Zones
+from langgraph_ctx.budget import Budget
 
 
 def plot_utilization(
     path: Path,
     series: dict[str, Sequence[float]],
     *,
-    zones: Zones | None = None,
+    budget: Budget | None = None,
     marks: Sequence[int] = (),
     title: str = "Context utilization per LLM call",
 ) -> Path:
     """Write a line chart of utilization per call, with the zone lines.
 
-    ``series`` maps a label to one utilization value per call; ``marks`` are
+    ``series`` maps a label to one utilization value per call; the red line is
+    ``budget.red_line`` (the red zone capped at the prompt limit) over the
+    window, for ``budget`` or ``Budget()``'s shares; ``marks`` are
     call indexes to flag (compressions). Raises ``ImportError`` naming the
     extra when matplotlib is missing.
     """
@@ -29,7 +31,8 @@ def plot_utilization(
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise ImportError("plots need matplotlib: pip install 'langgraph-ctx[plot]'") from exc
-    zones = zones or Zones()
+    budget = budget or Budget()
+    zones, red = budget.zones, budget.red_line / budget.window
     fig, ax = plt.subplots(figsize=(10, 4), dpi=100)
     for label, values in series.items():
         ax.plot(range(1, len(values) + 1), values, label=label, linewidth=1.2)
@@ -40,9 +43,7 @@ def plot_utilization(
         linewidth=1,
         label=f"yellow {zones.yellow:.2f}",
     )
-    ax.axhline(
-        zones.red, color="#c0392b", linestyle="--", linewidth=1, label=f"red {zones.red:.2f}"
-    )
+    ax.axhline(red, color="#c0392b", linestyle="--", linewidth=1, label=f"red line {red:.3f}")
     for i, x in enumerate(marks):
         ax.axvline(
             x + 1, color="#7f8c8d", alpha=0.3, linewidth=1, label="compression" if i == 0 else None

@@ -43,6 +43,7 @@ def write_plots(result: WorkloadResult, directory: Path) -> list[Path]:
     utilization = plot_utilization(
         directory / f"harness-{w.name}-utilization.png",
         {label: [t / w.window for t in r.prompt_tokens] for label, r in runs.items()},
+        budget=Budget.for_window(w.window),
         title=f"{w.title}: utilization per model call{where}",
     )
     return [utilization, _context_plot(result, runs, directory, where)]
