@@ -19,15 +19,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Protocol
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
+from langgraph_ctx.closing import SQLiteTable
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.tokens import TokenCounter
 from langgraph_ctx.urls import parse_url, redact_url
@@ -152,7 +151,7 @@ class InMemoryArchive:
         return self.list(thread_id, namespace=namespace)
 
 
-class SQLiteArchive:
+class SQLiteArchive(SQLiteTable):
     """An archive in a SQLite file (or ``":memory:"``), safe across threads and processes.
 
     One connection, guarded by a lock, serves all threads. Writes take the
@@ -163,18 +162,8 @@ class SQLiteArchive:
     """
 
     def __init__(self, path: str = ":memory:", *, counter: TokenCounter | None = None) -> None:
-        self.path = path
+        super().__init__(path)
         self._counter = counter or TokenCounter()
-        self._lock = threading.Lock()
-        # isolation_level=None: we issue BEGIN/COMMIT ourselves.
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout = 5000")
-        self._conn.execute("PRAGMA journal_mode = WAL")
-        # The table comes from the shipped migrations, so a file the archive
-        # created and one `langgraph-ctx migrate` created are the same.
-        from langgraph_ctx.schema import load_migrations, migrate_sqlite
-
-        migrate_sqlite(self._conn, load_migrations("sqlite"))
 
     def put(
         self,
@@ -251,21 +240,6 @@ class SQLiteArchive:
 
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         return await asyncio.to_thread(self.list, thread_id, namespace=namespace)
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteArchive:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _query(self, sql: str, params: tuple[str, ...]) -> builtins.list[tuple[str]]:
         with self._lock:

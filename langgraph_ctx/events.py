@@ -17,32 +17,19 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import sqlite3
-import threading
 from collections.abc import Sequence
-from pathlib import Path
-from types import TracebackType
 
-from langgraph_ctx.schema import load_migrations, migrate_sqlite
+from langgraph_ctx.closing import SQLiteTable
 from langgraph_ctx.state import LedgerEntry
 
 
-class SQLiteEventSink:
+class SQLiteEventSink(SQLiteTable):
     """An event sink in a SQLite file (or ``":memory:"``), safe across threads and processes.
 
-    One connection behind a lock, in WAL mode with a busy timeout, like
-    :class:`~langgraph_ctx.archive.SQLiteArchive`; async methods run the sync
+    One connection behind a lock, in WAL mode with a busy timeout (see
+    :class:`~langgraph_ctx.closing.SQLiteTable`); async methods run the sync
     ones in a worker thread, since SQLite calls are short and local.
     """
-
-    def __init__(self, path: str | Path = ":memory:") -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._conn.execute("PRAGMA busy_timeout = 30000")
-        migrate_sqlite(self._conn, load_migrations("sqlite"))
 
     def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None:
         rows = [
@@ -82,21 +69,6 @@ class SQLiteEventSink:
 
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
         return await asyncio.to_thread(self.list, thread_id, namespace=namespace)
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SQLiteEventSink:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _dumps(data: object) -> str:

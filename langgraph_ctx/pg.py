@@ -24,24 +24,24 @@ import builtins
 import json
 from collections.abc import Sequence
 from functools import partial
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx import pgconn
 from langgraph_ctx.archive import _check
+from langgraph_ctx.closing import Closing
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
+    pass
 
 _dumps = partial(json.dumps, default=str)
 
 
-class _PgTable:
+class _PgTable(Closing):
     """A pool (sync or async) plus the four primitives every table here needs."""
 
     what = "table"
@@ -134,17 +134,6 @@ class _PgTable:
         """Close the pool if this object opened it (never a pool you passed in)."""
         if self._owned and self._pool is not None:
             self._pool.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _read(conn: Any, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
