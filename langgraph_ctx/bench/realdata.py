@@ -8,7 +8,7 @@
   message (tool calls included) is the reply. Every gold-action argument value
   must be in the last prompt, as a whole word. The policy is pinned, not searched.
 
-The same conversion as ``benchmarks/retention.py``, so the numbers compare.
+``benchmarks/retention.py`` replays these same sessions, so the numbers compare.
 """
 
 from __future__ import annotations
@@ -68,6 +68,12 @@ def bfcl_sessions(base: Path) -> list[Session]:
         probes = tuple(Probe(a["id"], tuple(a["ground_truth"])) for a in gold)
         sessions.append(Session(f"bfcl {scenario}", tuple(steps), probes))
     return sessions
+
+
+def bfcl_sources(base: Path) -> dict[str, str]:
+    """Each BFCL question's ``source``: the excerpt of the conversation its answer is in."""
+    answers = _jsonl(base / "bfcl-memory" / "BFCL_v4_memory_answer.json")
+    return {a["id"]: a["source"] for a in answers}
 
 
 def _scalars(value: Any) -> list[str]:

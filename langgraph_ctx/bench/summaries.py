@@ -2,9 +2,9 @@
 
 Ours takes :class:`CountingSummarizer` (the extractive summarizer); the peers take
 the same summarizer behind the chat-model interface (:class:`ExtractiveChatModel`).
-Each summary is logged with its input and output tokens and its entity retention:
-the share of the distinct entities (:func:`~langgraph_ctx.summarizers.entities`) of
-the summarized messages that the summary's own entities include, normalized. (Set
+Each summary is logged with its text, its input and output tokens and its entity
+retention: the share of the distinct entities (:func:`~langgraph_ctx.summarizers.entities`)
+of the summarized messages that the summary's own entities include, normalized. (Set
 based, so linear: ``entity_retention`` instead scans the summary once per entity.)
 Logging time is bookkeeping, discounted from the strategy's measured time.
 """
@@ -71,9 +71,12 @@ class SummaryLog:
     tokens_in: list[int] = field(default_factory=list)
     tokens_out: list[int] = field(default_factory=list)
     retention: list[float] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """The summaries themselves, in order."""
 
     def record(self, messages: Sequence[BaseMessage], summary: str) -> None:
         start = time.perf_counter()
+        self.texts.append(summary)
         self.tokens_in.append(self.tally(messages))
         self.tokens_out.append(self.tally.counter.count_text(summary))
         self.retention.append(entity_share(messages, summary))
