@@ -54,14 +54,18 @@ def is_compacted(message: BaseMessage) -> bool:
     return "compacted" in _marks(message)
 
 
+def compacted_header(message: BaseMessage, tokens: int) -> str:
+    """The first line of a compacted tool result: what it was, and where the original is."""
+    return f"{COMPACTED_PREFIX} ({tokens} tokens; original archived as {message.id})"
+
+
 def compacted(message: M, text: str, tokens: int) -> M:
     """A copy of ``message`` with ``text`` as its content, marked as compacted from
     ``tokens`` tokens. Same id, same tool call: the pair stays whole."""
     marks = {**_marks(message), "compacted": {"tokens": tokens}}
     return message.model_copy(
         update={
-            "content": f"{COMPACTED_PREFIX} ({tokens} tokens; original archived as "
-            f"{message.id})\n{text}",
+            "content": f"{compacted_header(message, tokens)}\n{text}",
             "additional_kwargs": {**message.additional_kwargs, KEY: marks},
         }
     )

@@ -36,7 +36,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, SUMMARY_PREFIX, compacted, is_compacted, summary_info
+from langgraph_ctx.markers import (
+    KEY,
+    SUMMARY_PREFIX,
+    compacted,
+    compacted_header,
+    is_compacted,
+    summary_info,
+)
 from langgraph_ctx.pipeline import (
     AsyncNext,
     CallContext,
@@ -264,7 +271,9 @@ class TieredCompression(Middleware):
             self._advise(plan, span, ctx)
             return None
         kept = sum(count(m) for m in plan.keep)
-        smallest = low if plan.compress else 0  # the least a new summary adds
+        # The least the summaries will take after this step: consolidated down to
+        # the smallest layer if there is a span to compress, else as they are.
+        smallest = low if plan.compress else existing
         # Turns kept verbatim may alone be too large (tool-heavy ones): compact
         # their tool results, oldest first, by what it takes to meet the goal.
         excess = pinned + kept + smallest - goal
@@ -368,8 +377,11 @@ class TieredCompression(Middleware):
 
     def _compact(self, message: BaseMessage, size: int, tokens: int) -> BaseMessage:
         # Extractive whatever the summarizer: a tool result is records, not prose,
-        # and a model call per result would cost more than it saves.
-        digest = self._compactor.summarize([message], max_tokens=size)
+        # and a model call per result would cost more than it saves. The header
+        # comes out of the digest's size, so the message takes what was planned.
+        counter = self._compactor.counter
+        room = size - counter.count_text(compacted_header(message, tokens)) - 1
+        digest = self._compactor.summarize([message], max_tokens=max(COMPACT_FLOOR // 2, room))
         return compacted(message, digest, tokens)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
