@@ -432,16 +432,25 @@ class _Work:
 def _compactions(
     keep: list[BaseMessage], count: Callable[[BaseMessage], int], excess: int, ratio: float
 ) -> list[tuple[BaseMessage, int]]:
-    """The oldest large tool results whose digests save ``excess`` tokens, with sizes."""
+    """The oldest large tool results whose digests save ``excess`` tokens, with sizes.
+
+    Results of ``COMPACT_MIN_TOKENS`` or more first; smaller ones (down to what a
+    digest can still save) only if those are not enough."""
     chosen: list[tuple[BaseMessage, int]] = []
-    for m in keep:
-        if excess <= 0:
-            break
-        tokens = count(m)
-        if isinstance(m, ToolMessage) and not is_compacted(m) and tokens >= COMPACT_MIN_TOKENS:
-            size = max(COMPACT_FLOOR, int(tokens / ratio))
-            chosen.append((m, size))
-            excess -= tokens - size
+    for least in (COMPACT_MIN_TOKENS, COMPACT_FLOOR * 3 // 2):
+        for m in keep:
+            if excess <= 0:
+                return chosen
+            tokens = count(m)
+            if (
+                isinstance(m, ToolMessage)
+                and not is_compacted(m)
+                and least <= tokens
+                and all(m is not c for c, _ in chosen)
+            ):
+                size = max(COMPACT_FLOOR, int(tokens / ratio))
+                chosen.append((m, size))
+                excess -= tokens - size
     return chosen
 
 
