@@ -41,29 +41,13 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.summarizers import entities
 from langgraph_ctx.testing import ScriptedChatModel
-from langgraph_ctx.tokens import message_text
 
 BUDGETS = (2_000, 4_000)
 FRONTIER = (1_000, 2_000, 3_000, 4_000, 6_000, 8_000)  # ours alone, on BFCL
 CFG = {"configurable": {"thread_id": "replay"}}
 
 
-class ExactTally(TokenTally):
-    """Exact tiktoken tokens (text, tool calls, 3 per message); every strategy uses it.
-
-    Cached by the counted text, tool calls included, not by message id: one tally
-    serves every session, and tau-bench ids (``m3``) repeat across trajectories.
-    """
-
-    def one(self, message: BaseMessage) -> int:
-        key = (message.type, "", message_text(message)[0])
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = self.counter.count_message(message)
-        return hit
-
-
-count = ExactTally()
+count = TokenTally()  # one for every strategy and session
 SOURCES: dict[str, str] = {}  # BFCL question id -> the excerpt its answer is in (for stderr)
 
 

@@ -88,9 +88,10 @@ class Session:
 class TokenTally:
     """Exact tiktoken counts (text, tool calls, 3 per message), cached per message.
 
-    The key is the content (and, for a message with tool calls, its id: the
-    replays never change a call's arguments), so a message read back from a
-    checkpoint as a new object costs a dict lookup, not a tokenization.
+    The key is the counted text, tool calls included, so a message read back
+    from a checkpoint as a new object costs a dict lookup, not a tokenization.
+    Never the message id: one tally serves every session of a workload, and
+    ids repeat across sessions (tau-bench's ``m3``).
     """
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
@@ -102,10 +103,9 @@ class TokenTally:
 
     def one(self, message: BaseMessage) -> int:
         content = message.content
-        calls = getattr(message, "tool_calls", None)
-        if isinstance(content, str) and (not calls or message.id):
-            key = (message.type, str(message.id) if calls else "", content)
-        else:
+        if isinstance(content, str) and not getattr(message, "tool_calls", None):
+            key = (message.type, "", content)
+        else:  # calls or content blocks: the text as counted, calls serialized
             key = (message.type, "~", message_text(message)[0])
         hit = self._cache.get(key)
         if hit is None:

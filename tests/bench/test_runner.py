@@ -154,3 +154,11 @@ def test_memory_recall_brings_back_a_fact_compression_summarized_away() -> None:
                       tally=TokenTally())  # fmt: skip
     assert plain.runs[0].summary_out and plain.runs[0].probes == {"code": False}
     assert recall.runs[0].probes == {"code": True}
+
+
+def test_the_tally_tells_apart_calls_that_share_an_id_across_sessions() -> None:
+    """tau-bench ids ("m3") repeat in every trajectory; one tally counts all of them."""
+    tally = TokenTally()
+    short = AIMessage("", id="m3", tool_calls=[{"name": "f", "args": {"a": 1}, "id": "c"}])
+    long = AIMessage("", id="m3", tool_calls=[{"name": "f", "args": {"a": "x " * 50}, "id": "c"}])
+    assert tally([short]) < tally([long]) == tally.counter.count_message(long)
