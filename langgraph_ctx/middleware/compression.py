@@ -323,36 +323,34 @@ class TieredCompression(Middleware):
         self, view: View, ctx: CallContext, work: _Work, text: str | None, fallbacks: list[str]
     ) -> View:
         plan, count = work.plan, ctx.session.cache.count_of
-        summaries = previous = plan.tiers.summaries
+        shrunk = [m for m, _ in work.compact]
+        before = {"summarized": sum(count(m) for m in work.source), "compacted": 0}
+        before["compacted"] = sum(count(m) for m in shrunk)
+        removed = sum(count(m) for m in plan.compress) + before["compacted"]
         digests = {id(m): self._compact(m, size, count(m)) for m, size in work.compact}
-        keep = [digests.get(id(m), m) for m in plan.keep]
-        gone = [*plan.compress, *(m for m, _ in work.compact)]
-        before = sum(count(m) for m in gone)
-        if work.meta:
-            before += sum(count(m) for m in previous)
-        ctx.session.cache.forget([str(m.id) for m in gone])
+        summaries = plan.tiers.summaries
         summary = None
         if text is not None:
-            seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
-            through = str(plan.compress[-1].id)
-            summary = _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
-            summaries = [summary] if work.meta else [*previous, summary]
+            summary = self._summary(work, text)
+            if work.meta:
+                removed += sum(count(m) for m in summaries)
+            summaries = [summary] if work.meta else [*summaries, summary]
+        keep = [digests.get(id(m), m) for m in plan.keep]
         messages = [*plan.tiers.pinned, *summaries, *keep]
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
-        after = sum(count(m) for m in digests.values()) + (count(summary) if summary else 0)
+
+        ctx.session.cache.forget([str(m.id) for m in [*plan.compress, *shrunk]])
         ctx.session.scratch["compression_advised"] = False
-        report = ctx.adjust_usage("messages", after - before)
-        if work.compact:
+        added = sum(count(m) for m in digests.values()) + (count(summary) if summary else 0)
+        report = ctx.adjust_usage("messages", added - removed)
+        if shrunk:
+            after = sum(count(m) for m in digests.values())
+            ids = [str(m.id) for m in shrunk]
             ctx.record(
                 "tool_results_compacted",
-                {
-                    "ids": [str(m.id) for m, _ in work.compact],
-                    "tokens_before": sum(count(m) for m, _ in work.compact),
-                    "tokens_after": sum(count(m) for m in digests.values()),
-                },
+                {"ids": ids, "tokens_before": before["compacted"], "tokens_after": after},
             )
         if summary is not None and text is not None:
-            source = sum(count(m) for m in work.source)
             written = ctx.counter.count_text(text)
             info = summary_info(summary) or {}
             ctx.record(
@@ -361,9 +359,9 @@ class TieredCompression(Middleware):
                     "seq": info["seq"],
                     "messages": len(plan.compress),
                     "through": info["through"],
-                    "tokens_before": source,
+                    "tokens_before": before["summarized"],
                     "tokens_after": written,
-                    "ratio": round(source / max(written, 1), 2),
+                    "ratio": round(before["summarized"] / max(written, 1), 2),
                     "entity_retention": round(entity_retention(work.source, text), 4),
                     "meta": work.meta,
                     "utilization_after": round(report.utilization, 4),
@@ -374,6 +372,12 @@ class TieredCompression(Middleware):
         if report.total > report.prompt_limit:
             self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
         return view.replace(messages=messages)
+
+    def _summary(self, work: _Work, text: str) -> SystemMessage:
+        previous = work.plan.tiers.summaries
+        seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
+        through = str(work.plan.compress[-1].id)
+        return _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
 
     def _compact(self, message: BaseMessage, size: int, tokens: int) -> BaseMessage:
         # Extractive whatever the summarizer: a tool result is records, not prose,
