@@ -44,6 +44,11 @@ def summary_info(message: BaseMessage) -> dict[str, Any] | None:
     return info if isinstance(info, dict) else None
 
 
+def summary_body(summary: BaseMessage) -> str:
+    """A summary's text without its ``[Conversation Summary] #n (...)`` header line."""
+    return summary.text.partition("\n")[2] or summary.text
+
+
 def is_ephemeral(message: BaseMessage) -> bool:
     """Whether ``message`` was injected for one call only (recall, thought)."""
     return bool(_marks(message).get("ephemeral"))

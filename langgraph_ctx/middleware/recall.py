@@ -32,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.budget import measure
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary
+from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
 from langgraph_ctx.memory import Memory, MemoryBank, Scope, SessionSummary
 from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
 
@@ -123,7 +123,10 @@ class MemoryRecall(Middleware):
                 "MemoryRecall", "needs PreflightCheck to run before it on the same node"
             )
         scope = self.bank.scope(config)
-        budget = ctx.usage.remaining("auxiliary")
+        # Within the auxiliary allocation, and never past the red line: a pinned
+        # system prompt over its own share is not covered by rebalancing.
+        headroom = ctx.budget.red_line - ctx.usage.total
+        budget = max(0, min(ctx.usage.remaining("auxiliary"), headroom))
         if self.max_tokens is not None:
             budget = min(budget, self.max_tokens)
         if scope is None or budget <= 0:
@@ -148,6 +151,10 @@ class MemoryRecall(Middleware):
         warm, memories = found
         if warm is not None and warm.thread_id is not None and warm.thread_id == ctx.thread_id:
             warm = None  # the session that wrote it already has it
+        # A summary still in the history is no memory to bring back (the observer
+        # stored it): a set lookup, so the cost does not grow with the session.
+        present = {summary_body(m) for m in view.get("messages") or () if is_summary(m)}
+        memories = [m for m in memories if m.text not in present]
         lines, chosen, raw = select(warm, memories, r.budget, ctx)
         data: dict[str, Any] = {
             "latency_ms": elapsed_ms(start),  # all of recall: store, ranking, selection

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import is_summary
+from langgraph_ctx.markers import is_summary, summary_body
 from langgraph_ctx.memory import MemoryBank
 from langgraph_ctx.middleware.recall import elapsed_ms, record_failure, run_with_timeout
 from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View, graph_namespace
@@ -103,7 +103,7 @@ class SummaryObserver(Middleware):
         return [
             {
                 "scope": scope,
-                "text": m.text.partition("\n")[2] or m.text,
+                "text": summary_body(m),
                 "level": "observation",
                 "source": "compression",
                 "key": "summary-" + _hash(f"{where}\x00{m.id}"),

@@ -29,7 +29,7 @@ from langgraph_ctx import (
     as_middleware,
     call_llm_node,
 )
-from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral
+from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
 from langgraph_ctx.memory import MemoryBank
 from langgraph_ctx.middleware.recall import RECALL_END, MemoryRecall, insert_at, query_of
 from langgraph_ctx.middleware.summary_observer import SummaryObserver
@@ -226,6 +226,38 @@ def test_budget_shrinks_when_the_history_is_large() -> None:
     long = g.events("long", "recall")[-1]
     assert 0 < long["budget"] < short["budget"] == 1_250
     assert 0 < long["items"] < short["items"] < 40
+
+
+def test_recall_never_pushes_the_prompt_past_the_red_line() -> None:
+    """A pinned policy far over the system share is not covered by rebalancing: the
+    auxiliary allocation alone would let recall overflow the prompt limit."""
+    budget = Budget.for_window(6_000)
+    g = Graph(bank_with(numbered(40), candidates=40), budget=budget)
+    policy = SystemMessage("Refunds need a receipt and a reason. " * 150)
+    history = [HumanMessage("older talk about shipping schedules " * 80) for _ in range(7)]
+    g.graph.invoke({"messages": [policy, *history]}, cfg("t", user_id="alice"))
+    g.ask("invoice", user_id="alice")
+    counter = TokenCounter()
+    sent = counter.count_messages(g.sent())
+    event = g.events("t", "recall")[-1]
+    assert event["tokens"] > 0  # recall did add something...
+    assert sent <= budget.red_line  # ...and the prompt stays under the line
+    assert counter.count_messages([policy]) > budget.system  # the policy is over its share
+
+
+def test_a_summary_still_in_the_history_is_not_recalled_again() -> None:
+    bank = MemoryBank()
+    g = Graph(bank, window=4_000, compress=True, observe=True)
+    long_session(g, "a1", "alice", "ALC", turns=24)
+    assert g.events("a1", "observe")
+    g.ask("What happened with invoice ALC-0003 and the others settled?", thread="a1",
+          user_id="alice")  # fmt: skip
+    active = {summary_body(m) for m in g.sent() if is_summary(m)}
+    assert active  # a summary is in the prompt, and the bank holds it as an observation
+    assert any(m.text in active for m in bank.search(("alice",), "invoice ALC-0003 settled"))
+    block = g.block()
+    assert block is None or not any(line[len("- [observation] "):] in active
+                                     for line in items(block))  # fmt: skip
 
 
 def test_max_tokens_caps_recall_below_the_auxiliary_budget() -> None:
