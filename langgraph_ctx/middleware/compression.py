@@ -440,22 +440,18 @@ def _compactions(
 
     Results of ``COMPACT_MIN_TOKENS`` or more first; smaller ones (down to what a
     digest can still save) only if those are not enough."""
-    chosen: list[tuple[BaseMessage, int]] = []
+    chosen: dict[int, tuple[BaseMessage, int]] = {}
     for least in (COMPACT_MIN_TOKENS, COMPACT_FLOOR * 3 // 2):
         for m in keep:
             if excess <= 0:
-                return chosen
+                break
             tokens = count(m)
-            if (
-                isinstance(m, ToolMessage)
-                and not is_compacted(m)
-                and least <= tokens
-                and all(m is not c for c, _ in chosen)
-            ):
+            usable = isinstance(m, ToolMessage) and not is_compacted(m)
+            if usable and least <= tokens and id(m) not in chosen:
                 size = max(COMPACT_FLOOR, int(tokens / ratio))
-                chosen.append((m, size))
+                chosen[id(m)] = (m, size)
                 excess -= tokens - size
-    return chosen
+    return list(chosen.values())
 
 
 def _room(report: UsageReport, budget: Budget) -> int:

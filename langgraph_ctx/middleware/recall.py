@@ -152,9 +152,11 @@ class MemoryRecall(Middleware):
         if warm is not None and warm.thread_id is not None and warm.thread_id == ctx.thread_id:
             warm = None  # the session that wrote it already has it
         # A summary still in the history is no memory to bring back (the observer
-        # stored it): a set lookup, so the cost does not grow with the session.
-        present = {summary_body(m) for m in view.get("messages") or () if is_summary(m)}
-        memories = [m for m in memories if m.text not in present]
+        # stored it). Only looked for when a found memory came from compression,
+        # so a call with none pays nothing for it.
+        if any(m.source == "compression" for m in memories):
+            present = {summary_body(m) for m in view.get("messages") or () if is_summary(m)}
+            memories = [m for m in memories if m.text not in present]
         lines, chosen, raw = select(warm, memories, r.budget, ctx)
         data: dict[str, Any] = {
             "latency_ms": elapsed_ms(start),  # all of recall: store, ranking, selection
