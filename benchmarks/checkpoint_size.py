@@ -40,13 +40,13 @@ from langgraph.graph.message import _messages_delta_reducer
 from langgraph.prebuilt import ToolNode, tools_condition
 from psycopg.rows import dict_row
 
-from langgraph_ctx.archive import SQLiteArchive
+from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.demo import workload_tools
+from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
-from langgraph_ctx.nodes import call_llm_node
 from langgraph_ctx.pipeline import Pipeline
 from langgraph_ctx.state import ContextState
+from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
 

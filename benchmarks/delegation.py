@@ -24,8 +24,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import Budget
-from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.subagents import SubAgents, SubAgentSpec
+from langgraph_ctx.agent.prebuilt import create_context_agent
+from langgraph_ctx.agent.subagents import SubAgents, SubAgentSpec
 from langgraph_ctx.testing import ScriptedChatModel, generate_session
 
 TASKS = 12

@@ -31,15 +31,15 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from langgraph_ctx.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.demo import workload_tools
+from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
-from langgraph_ctx.nodes import call_llm_node
-from langgraph_ctx.persistence import checkpointer_from_url
-from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
 from langgraph_ctx.pipeline import EventSink, Pipeline
 from langgraph_ctx.state import ContextState
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.testing.workloads import Workload, generate_session
 
 OUR_TABLES = ("lgctx_archive", "lgctx_events")

@@ -43,8 +43,8 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.markers import RECALL_PREFIX
-from langgraph_ctx.memory import ROOT, MemoryBank, namespace
 from langgraph_ctx.middleware.recall import MemoryRecall, _block
+from langgraph_ctx.retrieval.memory import ROOT, MemoryBank, namespace
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

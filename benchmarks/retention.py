@@ -4,7 +4,7 @@ Replays real sessions (BFCL v4 memory, tau-bench airline) turn by turn under 2K 
 message budgets: our pipeline, LangChain's SummarizationMiddleware, ``trim_messages``, langmem's
 ``summarize_messages`` and no management, all with the same offline extractive summarizer.
 Then ours alone on BFCL from 1K to 8K: the retention / compression frontier. The sessions
-and the summarizer are the harness's (``langgraph_ctx.bench``).
+and the summarizer are the harness's (``benchmarks.harness``).
 Run from the repo root: ``python benchmarks/retention.py [--first-trial]``.
 """
 
@@ -21,6 +21,14 @@ from dataclasses import dataclass
 from functools import partial
 
 from _common import emit, header, table
+from harness.realdata import bfcl_sessions, bfcl_sources, data_dir, tau_sessions
+from harness.session import Session, TokenTally, holds, prompt_text
+from harness.summaries import (
+    Clock,
+    CountingSummarizer,
+    ExtractiveChatModel,
+    SummaryLog,
+)
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import BaseMessage, SystemMessage, trim_messages
@@ -29,17 +37,9 @@ from langgraph.graph import END, START, StateGraph
 from langmem.short_term import summarize_messages
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TieredCompression
-from langgraph_ctx.bench.realdata import bfcl_sessions, bfcl_sources, data_dir, tau_sessions
-from langgraph_ctx.bench.session import Session, TokenTally, holds, prompt_text
-from langgraph_ctx.bench.summaries import (
-    Clock,
-    CountingSummarizer,
-    ExtractiveChatModel,
-    SummaryLog,
-)
+from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx.compression.summarizers import entities
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.nodes import call_llm_node
-from langgraph_ctx.summarizers import entities
 from langgraph_ctx.testing import ScriptedChatModel
 
 BUDGETS = (2_000, 4_000)

@@ -26,8 +26,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import TokenCounter
-from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.nodes import reasoning_overhead
+from langgraph_ctx.agent.nodes import reasoning_overhead
+from langgraph_ctx.agent.prebuilt import create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.catalog import catalog_tools
 

@@ -13,8 +13,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.subagents import SubAgentResult, SubAgents, SubAgentSpec
+from langgraph_ctx.agent import SubAgentResult, SubAgents, SubAgentSpec, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 
 

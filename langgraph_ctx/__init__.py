@@ -4,6 +4,8 @@ The public API. Everything importable from here is listed in ``__all__``
 (a test keeps the two in step); everything else is private.
 """
 
+from langgraph_ctx import _moved
+from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget, UsageReport, Zones, rebalance
 from langgraph_ctx.errors import (
     BudgetExceededError,
@@ -14,10 +16,7 @@ from langgraph_ctx.errors import (
     NextCalledTwiceError,
     ThreadBusyError,
 )
-from langgraph_ctx.events import SQLiteEventSink
-from langgraph_ctx.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
-from langgraph_ctx.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
 from langgraph_ctx.middleware import (
     MemoryRecall,
     PreflightCheck,
@@ -25,9 +24,6 @@ from langgraph_ctx.middleware import (
     TieredCompression,
     ToolEviction,
 )
-from langgraph_ctx.nodes import call_llm_node
-from langgraph_ctx.persistence import async_checkpointer_from_url, checkpointer_from_url
-from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -38,8 +34,13 @@ from langgraph_ctx.pipeline import (
     as_middleware,
     current_context,
 )
-from langgraph_ctx.schema import MigrationStatus, migrate, migration_status
+from langgraph_ctx.retrieval.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
 from langgraph_ctx.state import ArtifactRef, ContextState, LedgerEntry, ledger_reducer
+from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
+from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
+from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.tokens import (
     Calibration,
     MessageTokenCache,
@@ -47,6 +48,8 @@ from langgraph_ctx.tokens import (
     estimate_tokens,
     load_encoding,
 )
+
+_moved.install()  # old module paths of 0.1, for one release
 
 __all__ = [
     "ArtifactRef",

@@ -68,7 +68,7 @@ class BudgetExceededError(ContextRunError):
 
 
 class ThreadBusyError(ContextRunError):
-    """Another run holds this thread (see :class:`langgraph_ctx.locks.ThreadLock`).
+    """Another run holds this thread (see :class:`langgraph_ctx.storage.locks.ThreadLock`).
 
     Two runs on one thread at once would fork its history and lose a turn, so
     the second one waits ``waited`` seconds for the first, then fails instead.

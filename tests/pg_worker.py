@@ -18,11 +18,11 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.demo import build_graph
-from langgraph_ctx.locks import ThreadLock
+from langgraph_ctx.cli.demo import build_graph
 from langgraph_ctx.middleware import TieredCompression
-from langgraph_ctx.persistence import checkpointer_from_url
-from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.locks import ThreadLock
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.testing.workloads import Workload, generate_session
 
 WINDOW = 8_000

@@ -19,14 +19,14 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langgraph_ctx.archive import (
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.storage.archive import (
     InMemoryArchive,
     MessageArchive,
     SQLiteArchive,
     archive_from_url,
     redact_url,
 )
-from langgraph_ctx.errors import ConfigurationError
 
 
 def conversation() -> list[BaseMessage]:

@@ -32,8 +32,8 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg.rows import dict_row
 
 from langgraph_ctx.markers import is_compacted
-from langgraph_ctx.persistence import checkpointer_from_url
-from langgraph_ctx.schema import migrate
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.migrations import migrate
 from tests.pg_worker import config_for, drive, session_graph, workload_for
 
 ROOT = Path(__file__).resolve().parents[1]

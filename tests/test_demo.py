@@ -8,7 +8,7 @@ import pytest
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli import main
-from langgraph_ctx.demo import format_report, run_demo, sparkline
+from langgraph_ctx.cli.demo import format_report, run_demo, sparkline
 
 
 def test_demo_stays_under_the_red_line_and_compresses(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from langgraph_ctx.entities import _whole_word_in, norm, retention
+from langgraph_ctx.compression._entities import _whole_word_in, norm, retention
 
 
 def regex_retention(originals: Sequence[str], summary: str) -> float:

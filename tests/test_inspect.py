@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from langgraph_ctx.cli import main
-from langgraph_ctx.demo import run_demo
-from langgraph_ctx.inspection import inspect_session
-from langgraph_ctx.pg import PostgresEventSink
-from langgraph_ctx.schema import migrate
+from langgraph_ctx.cli.demo import run_demo
+from langgraph_ctx.cli.inspect import inspect_session
 from langgraph_ctx.state import LedgerEntry
+from langgraph_ctx.storage.migrations import migrate
+from langgraph_ctx.storage.postgres import PostgresEventSink
 from tests.pg_worker import drive, session_graph, workload_for
 
 

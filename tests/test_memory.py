@@ -17,8 +17,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.postgres import PostgresStore
 
 from langgraph_ctx import ConfigurationError, ContextState
-from langgraph_ctx.lexical import bm25
-from langgraph_ctx.memory import (
+from langgraph_ctx.retrieval.memory import (
     DEFAULT_BOOSTS,
     LEVELS,
     ROOT,
@@ -26,6 +25,7 @@ from langgraph_ctx.memory import (
     namespace,
     remember_tool,
 )
+from langgraph_ctx.retrieval.text import bm25
 from langgraph_ctx.testing import ScriptedChatModel
 
 

@@ -4,7 +4,6 @@ changed-file refusal, SQLite parity, and ``migrate`` from an installed wheel."""
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,9 +19,9 @@ import psycopg
 import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 
-from langgraph_ctx.archive import SQLiteArchive
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.schema import load_migrations, migrate, migration_status
+from langgraph_ctx.storage.archive import SQLiteArchive
+from langgraph_ctx.storage.migrations import load_migrations, migrate, migration_status
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -229,28 +228,16 @@ def test_sqlite_migration_matches_the_table_sqlite_archive_creates(tmp_path: Pat
 # -- from an installed wheel ---------------------------------------------------
 
 
-def test_migrate_from_an_installed_wheel(postgres_db: str, tmp_path: Path) -> None:
-    # Build the wheel as a user would get it, install it into a fresh virtualenv (no
+def test_migrate_from_an_installed_wheel(
+    postgres_db: str, tmp_path: Path, built_wheel: Path
+) -> None:
+    # Install the wheel as a user would get it into a fresh virtualenv (no
     # dependencies: those come from this environment's site-packages, added by a .pth
     # file, whose own .pth files, like the editable install's, are not processed).
-    # Only what the build reads: the package, pyproject.toml and the README.
-    build = tmp_path / "src"
-    shutil.copytree(
-        ROOT / "langgraph_ctx",
-        build / "langgraph_ctx",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, build / name)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(build), "--no-deps", "-q", "-w", tmp_path],
-        check=True,
-        capture_output=True,
-    )
-    (wheel,) = tmp_path.glob("langgraph_ctx-*.whl")
+    wheel = built_wheel
     shipped = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".sql")]
     assert sorted(shipped) == sorted(
-        f"langgraph_ctx/migrations/{m.label}.{d}.sql"
+        f"langgraph_ctx/storage/sql/{m.label}.{d}.sql"
         for d in ("postgres", "sqlite")
         for m in load_migrations(d)  # type: ignore[arg-type]
     )

@@ -21,16 +21,16 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_ctx.archive import archive_from_url
 from langgraph_ctx.errors import ConfigurationError, ContextRunError, ThreadBusyError
-from langgraph_ctx.events import SQLiteEventSink
-from langgraph_ctx.locks import ThreadLock, arun_exclusive, run_exclusive
-from langgraph_ctx.persistence import async_checkpointer_from_url, checkpointer_from_url
-from langgraph_ctx.pg import PostgresArchive, PostgresEventSink
-from langgraph_ctx.pgconn import open_async_pool, open_pool
-from langgraph_ctx.schema import migrate
 from langgraph_ctx.state import ContextState, LedgerEntry
-from langgraph_ctx.urls import data_home, default_url
+from langgraph_ctx.storage._pgconn import open_async_pool, open_pool
+from langgraph_ctx.storage.archive import archive_from_url
+from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
+from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
+from langgraph_ctx.storage.migrations import migrate
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.storage.urls import data_home, default_url
 
 
 def echo_graph(saver: Any) -> Any:
@@ -386,7 +386,7 @@ def test_parallel_nodes_in_one_step_keep_all_their_events(tmp_path: Path) -> Non
     from langgraph.graph import START, StateGraph
 
     from langgraph_ctx import ContextState, Pipeline, PreflightCheck, call_llm_node
-    from langgraph_ctx.events import SQLiteEventSink
+    from langgraph_ctx.storage.events import SQLiteEventSink
     from langgraph_ctx.testing import ScriptedChatModel
 
     builder = StateGraph(ContextState)

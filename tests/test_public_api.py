@@ -22,7 +22,7 @@ def test_all_has_no_duplicates_and_imports() -> None:
 
 
 def test_subpackages_export_what_they_define() -> None:
-    for name in ("langgraph_ctx.middleware", "langgraph_ctx.nodes", "langgraph_ctx.testing"):
+    for name in ("langgraph_ctx.middleware", "langgraph_ctx.agent.nodes", "langgraph_ctx.testing"):
         module = importlib.import_module(name)
         for item in module.__all__:
             obj = getattr(module, item)

@@ -17,8 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import ConfigurationError, ContextState
-from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.subagents import SubAgentResult, SubAgents, SubAgentSpec
+from langgraph_ctx.agent import SubAgentResult, SubAgents, SubAgentSpec, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]

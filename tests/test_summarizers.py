@@ -27,9 +27,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import SUMMARY_PREFIX
-from langgraph_ctx.summarizers import (
+from langgraph_ctx.compression.summarizers import (
     SUMMARY_PROMPT,
     ChatModelSummarizer,
     ExtractiveSummarizer,
@@ -37,6 +35,8 @@ from langgraph_ctx.summarizers import (
     entity_retention,
     transcript,
 )
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import SUMMARY_PREFIX
 from langgraph_ctx.tokens import TokenCounter
 
 ORDERS = {
@@ -171,7 +171,7 @@ def test_extractive_drops_duplicates_and_what_previous_already_said() -> None:
 def test_extractive_is_deterministic_across_processes() -> None:
     code = (
         "from tests.test_summarizers import support_session as s;"
-        "from langgraph_ctx.summarizers import ExtractiveSummarizer as E;"
+        "from langgraph_ctx.compression.summarizers import ExtractiveSummarizer as E;"
         "print(E().summarize(s(), max_tokens=70)); print(E().summarize(s(), max_tokens=400))"
     )
     outputs = {

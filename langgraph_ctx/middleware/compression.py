@@ -33,8 +33,14 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, T
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langgraph_ctx.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
+from langgraph_ctx.compression.summarizers import (
+    ChatModelSummarizer,
+    ExtractiveSummarizer,
+    Summarizer,
+    entity_retention,
+)
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
@@ -52,13 +58,7 @@ from langgraph_ctx.pipeline import (
     View,
     graph_namespace,
 )
-from langgraph_ctx.summarizers import (
-    ChatModelSummarizer,
-    ExtractiveSummarizer,
-    Summarizer,
-    entity_retention,
-)
-from langgraph_ctx.tiers import Plan, plan_compression, split_tiers
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
 logger = logging.getLogger("langgraph_ctx.compression")
 

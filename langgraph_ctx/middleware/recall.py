@@ -4,7 +4,7 @@
 re-measured it), so it must run after :class:`PreflightCheck`. Per call:
 
 1. query = the latest user message + the current thought's hypothesis;
-2. search the run's scope (:class:`~langgraph_ctx.memory.MemoryBank`) under a
+2. search the run's scope (:class:`~langgraph_ctx.retrieval.memory.MemoryBank`) under a
    strict timeout; a slow, failing or unreachable store records
    ``recall_timeout`` / ``recall_error`` and the call goes on without recall;
 3. include, best score first, each item that still fits the auxiliary tokens
@@ -33,8 +33,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_ctx.budget import measure
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
-from langgraph_ctx.memory import Memory, MemoryBank, Scope, SessionSummary
 from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
 
 logger = logging.getLogger("langgraph_ctx.recall")
 T = TypeVar("T")

@@ -19,9 +19,9 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import is_summary, summary_body
-from langgraph_ctx.memory import MemoryBank
 from langgraph_ctx.middleware.recall import elapsed_ms, record_failure, run_with_timeout
 from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View, graph_namespace
+from langgraph_ctx.retrieval.memory import MemoryBank
 
 
 class SummaryObserver(Middleware):

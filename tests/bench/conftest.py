@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langgraph_ctx.bench import Probe, Session, Step
+# The harness and its scripts live in benchmarks/, outside the package; import them
+# as the scripts do (``harness``, ``run_harness``), so each module loads once.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from harness import Probe, Session, Step
 
 
 def text(tokens: int, first: str = "a") -> str:

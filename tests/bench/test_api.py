@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import harness as bench
 import pytest
+from harness import Workload, run
+from run_harness import main
 
-from langgraph_ctx import bench
-from langgraph_ctx.bench import Workload, run
-from langgraph_ctx.cli import main
 from langgraph_ctx.errors import ConfigurationError
 
 from .conftest import three_calls
@@ -71,12 +71,12 @@ def test_the_same_seed_gives_the_same_sessions() -> None:
 
 def test_the_command_writes_the_report_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    argv = ["bench", "--workloads", "qa", "--strategies", "none", "ours", "--quick", "--quiet"]
+    argv = ["--workloads", "qa", "--strategies", "none", "ours", "--quick", "--quiet"]
     assert main([*argv, "--out", str(out)]) == 0
     assert "### simple Q&A (10-20 messages)" in (out / "harness.md").read_text()
     assert (out / "harness-qa-utilization.png").is_file()
 
 
 def test_the_command_reports_bad_names_as_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "--strategies", "best", "--quiet"]) == 2
+    assert main(["--strategies", "best", "--quiet"]) == 2
     assert "unknown strategy 'best'" in capsys.readouterr().err

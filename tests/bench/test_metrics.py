@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
-
-from langgraph_ctx.bench.metrics import (
+from harness.metrics import (
     calls_before_overflow,
     common_ratio,
     longevity,
     reduction_ratios,
     utilization,
 )
-from langgraph_ctx.bench.runner import SessionRun
+from harness.runner import SessionRun
 
 
 def test_utilization_is_prompt_over_window() -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from harness import STRATEGIES, TokenTally
+from harness.metrics import measure
+from harness.runner import run_pair
+from harness.synthetic import typed_sessions
 
-from langgraph_ctx.bench import STRATEGIES, TokenTally
-from langgraph_ctx.bench.metrics import measure
-from langgraph_ctx.bench.runner import run_pair
-from langgraph_ctx.bench.synthetic import typed_sessions
 from langgraph_ctx.budget import Budget
 
 # The peers are real dependencies of the test command (the dev extra): no skip.

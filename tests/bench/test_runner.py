@@ -6,15 +6,15 @@ import time
 from typing import Any
 
 import pytest
+from harness import STRATEGIES, Probe, Session, Step, TokenTally
+from harness.metrics import measure
+from harness.runner import run_pair
+from harness.strategies import TimedPipeline
+from harness.summaries import Clock
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx import View, as_middleware
-from langgraph_ctx.bench import STRATEGIES, Probe, Session, Step, TokenTally
-from langgraph_ctx.bench.metrics import measure
-from langgraph_ctx.bench.runner import run_pair
-from langgraph_ctx.bench.strategies import TimedPipeline
-from langgraph_ctx.bench.summaries import Clock
 from langgraph_ctx.state import ContextState
 
 from .conftest import three_calls
@@ -119,7 +119,7 @@ def test_probes_past_a_turn_cap_are_left_out_not_lost() -> None:
 
 
 def test_interleaved_plans_measure_what_separate_runs_do() -> None:
-    from langgraph_ctx.bench.runner import Plan, run_pairs
+    from harness.runner import Plan, run_pairs
 
     plans = [Plan(STRATEGIES["none"]), Plan(STRATEGIES["trim"]), Plan(STRATEGIES["none"], 2, "x")]
     pairs = run_pairs(plans, [three_calls(), three_calls()], window=80, backend="sqlite",

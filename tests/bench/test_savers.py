@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.savers import TallySaver, open_backend
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
-
-from langgraph_ctx.bench.savers import TallySaver, open_backend
 
 
 def graph(saver: Any) -> Any:

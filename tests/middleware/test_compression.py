@@ -34,8 +34,8 @@ from langgraph_ctx import (
     is_summary,
     pin,
 )
-from langgraph_ctx.archive import InMemoryArchive
 from langgraph_ctx.markers import SUMMARY_PREFIX, is_compacted, summary_info
+from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -322,7 +322,7 @@ class CountingSummarizer:
     """The extractive summarizer, counting its calls and the budgets it is given."""
 
     def __init__(self) -> None:
-        from langgraph_ctx.summarizers import ExtractiveSummarizer
+        from langgraph_ctx.compression.summarizers import ExtractiveSummarizer
 
         self.inner = ExtractiveSummarizer()
         self.budgets: list[int] = []

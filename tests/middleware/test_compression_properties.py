@@ -22,7 +22,7 @@ from langgraph_ctx import (
     call_llm_node,
     is_compacted,
 )
-from langgraph_ctx.archive import InMemoryArchive
+from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

@@ -30,9 +30,9 @@ from langgraph_ctx import (
     call_llm_node,
 )
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
-from langgraph_ctx.memory import MemoryBank
 from langgraph_ctx.middleware.recall import RECALL_END, MemoryRecall, insert_at, query_of
 from langgraph_ctx.middleware.summary_observer import SummaryObserver
+from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.test_memory import FACTS, HashEmbeddings

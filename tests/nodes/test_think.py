@@ -10,8 +10,8 @@ from langchain_core.tools import tool
 
 from langgraph_ctx import ConfigurationError
 from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.nodes import ThinkSettings, reasoning_overhead, update_confidence
-from langgraph_ctx.nodes.think import information_gain
+from langgraph_ctx.agent.nodes import ThinkSettings, reasoning_overhead, update_confidence
+from langgraph_ctx.agent.nodes.think import information_gain
 from langgraph_ctx.testing import ScriptedChatModel
 
 

@@ -18,8 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.subagents import SubAgents, SubAgentSpec
+from langgraph_ctx.agent import SubAgents, SubAgentSpec, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 
 CONFIG: Any = {"configurable": {"thread_id": "parent"}, "recursion_limit": 50}

@@ -1,0 +1,70 @@
+"""The ``call_llm`` node: build the prompt from the middleware's view and call the model.
+
+The view already holds what the middleware decided for this call: pinned
+messages, summaries, an ephemeral recall block, the history. The node adds
+the system prompt and the current thought (ephemeral, this call only), binds
+the tools the pipeline left bound (after eviction), and returns the model's
+reply. With a thought, a compact note of the plan enters the history next to
+the reply. Provider-reported usage on the reply is what pre-flight
+calibrates against; reply tokens are tallied as actionable tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+
+from langgraph_ctx.agent.nodes.think import current_thought, note
+from langgraph_ctx.markers import KEY
+from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.tokens import TokenCounter
+
+
+def call_llm_node(
+    model: BaseChatModel, *, tools: Sequence[Any] = (), system_prompt: str | None = None
+) -> Runnable[Any, dict[str, Any]]:
+    """A graph node (sync and async) that calls ``model`` on the current view.
+
+    ``tools`` are bound when the node runs outside a pipeline; inside one, the
+    pipeline's bound tools (``ctx.tools``, after any eviction) are used.
+    """
+    counter = TokenCounter()
+
+    def prepare(state: Mapping[str, Any]) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
+        ctx = current_context()
+        bound = ctx.tools if ctx is not None else list(tools)
+        runnable: Runnable[Any, BaseMessage] = model.bind_tools(bound) if bound else model
+        messages: list[BaseMessage] = list(state.get("messages") or ())
+        if system_prompt:
+            messages.insert(0, SystemMessage(system_prompt))
+        thought = current_thought(state)
+        if thought is not None:
+            messages.append(
+                SystemMessage(
+                    f"[Current thought] {thought.model_dump_json()}",
+                    additional_kwargs={KEY: {"ephemeral": True}},
+                )
+            )
+        return runnable, messages
+
+    def finish(state: Mapping[str, Any], reply: BaseMessage) -> dict[str, Any]:
+        thought = current_thought(state)
+        tallied = int((state.get("session") or {}).get("actionable_tokens", 0))
+        return {
+            "messages": [note(thought), reply] if thought is not None else [reply],
+            "session": {"actionable_tokens": tallied + counter.count_message(reply)},
+        }
+
+    def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        runnable, messages = prepare(state)
+        return finish(state, runnable.invoke(messages, config))
+
+    async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        runnable, messages = prepare(state)
+        return finish(state, await runnable.ainvoke(messages, config))
+
+    return RunnableLambda(run, afunc=arun, name="call_llm")

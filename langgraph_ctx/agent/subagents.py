@@ -1,0 +1,416 @@
+"""Sub-agents: focused children in clean contexts that return compact results (paper, section 7).
+
+A parent delegates a task either at run time, through the ``delegate`` tool
+its model calls, or statically, as a graph node. The child starts from a
+clean state (its system prompt, the task, the inputs, its curated tools),
+never the parent's history, and runs the full pipeline under its own budget.
+Only a typed :class:`SubAgentResult`, capped in tokens, returns to the parent;
+a larger output is kept as an artifact and the parent sees its summary and id.
+
+Children run as subgraphs of the parent's graph: compiled without a
+checkpointer, they checkpoint under the parent's thread in their own
+namespace, so a parent resumed mid-delegation resumes the child where it was.
+Depth is carried in the run's config; past ``max_depth``, on an exception or
+at the step limit, the parent gets a result saying so and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import merge_configs
+from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
+from langgraph.errors import GraphRecursionError
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import InjectedState
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from langgraph_ctx.budget import Budget
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
+from langgraph_ctx.tokens import TokenCounter
+
+Kind = Literal["mcp", "tool", "workflow", "analysis", "composition", "custom"]
+DEFAULT_WINDOWS: dict[str, int] = {
+    "mcp": 32_000, "tool": 48_000, "workflow": 64_000, "analysis": 48_000,
+    "composition": 32_000, "custom": 32_000,
+}  # fmt: skip
+"""The paper's per-kind budgets (Table 3); ``custom`` takes the smallest."""
+NEEDS_TOOLS = frozenset({"mcp", "tool", "workflow"})
+DEPTH_KEY = "lgctx_depth"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubAgentSpec:
+    """What a sub-agent is. Invalid specs are rejected here, not at run time."""
+
+    name: str
+    """Identifier the parent uses to delegate to it."""
+    kind: str
+    """``mcp``, ``tool``, ``workflow``, ``analysis``, ``composition`` or ``custom``."""
+    description: str
+    """What it is for: shown to the parent model in the delegate tool."""
+    system_prompt: str
+    model: BaseChatModel
+    tools: Sequence[BaseTool] = ()
+    """Its curated tools, all bound on every call."""
+    budget: Budget | None = None
+    """Default: the kind's window with the default shares."""
+    max_steps: int = 12
+    """Most LLM calls before it is stopped with a ``step_limit`` result."""
+    children: Sequence[SubAgentSpec] = ()
+    """Sub-agents it may delegate to in turn."""
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ConfigurationError(
+                "SubAgentSpec.name", f"must be an identifier, got {self.name!r}"
+            )
+        if self.kind not in DEFAULT_WINDOWS:
+            raise ConfigurationError(
+                "SubAgentSpec.kind", f"unknown kind {self.kind!r}; one of {sorted(DEFAULT_WINDOWS)}"
+            )
+        if self.kind in NEEDS_TOOLS and not self.tools:
+            raise ConfigurationError("SubAgentSpec.tools", f"a {self.kind!r} sub-agent needs tools")
+        if self.max_steps < 1:
+            raise ConfigurationError(
+                "SubAgentSpec.max_steps", f"must be >= 1, got {self.max_steps}"
+            )
+        needed = TokenCounter().count_text(self.system_prompt)
+        if needed > self.effective_budget.system:
+            raise ConfigurationError(
+                "SubAgentSpec.budget",
+                f"{self.name!r}: the system prompt needs {needed} tokens, the budget allows "
+                f"{self.effective_budget.system}",
+            )
+
+    @property
+    def effective_budget(self) -> Budget:
+        return self.budget or Budget.for_window(DEFAULT_WINDOWS[self.kind])
+
+
+Status = Literal["ok", "failed", "depth_exceeded", "step_limit"]
+
+
+class SubAgentResult(BaseModel):
+    """All the parent learns of a delegation."""
+
+    agent: str
+    status: Status
+    output: str | None = Field(
+        default=None, description="the child's final answer, unless kept as an artifact"
+    )
+    summary: str = Field(description="what the child did, in a few sentences")
+    tools_used: list[str] = Field(default_factory=list)
+    confidence: float = Field(ge=0.0, le=1.0)
+    caveats: list[str] = Field(default_factory=list)
+    tokens_consumed: int = 0
+    steps: int = 0
+    artifact: ArtifactRef | None = None
+
+
+class ArtifactStore:
+    """Artifact contents by id, in memory. The state keeps only the reference."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, str] = {}
+
+    def put(self, content: str) -> str:
+        artifact_id = f"artifact-{uuid.uuid4().hex[:12]}"
+        self._items[artifact_id] = content
+        return artifact_id
+
+    def get(self, artifact_id: str) -> str | None:
+        return self._items.get(artifact_id)
+
+
+@dataclass
+class SubAgents:
+    """The sub-agents a parent may spawn, and how results come back."""
+
+    specs: Sequence[SubAgentSpec]
+    max_depth: int = 2
+    """How deep children may nest: the parent's children are depth 1."""
+    result_cap: int = 1_500
+    """Most tokens a result may take in the parent's context."""
+    artifacts: ArtifactStore = field(default_factory=ArtifactStore)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+
+    def __post_init__(self) -> None:
+        names = [s.name for s in self.specs]
+        if len(set(names)) != len(names):
+            raise ConfigurationError("SubAgents.specs", f"duplicate names in {names}")
+        if self.max_depth < 1:
+            raise ConfigurationError("SubAgents.max_depth", f"must be >= 1, got {self.max_depth}")
+        self._by_name = {s.name: s for s in self.specs}
+        self._graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {}
+
+    # -- running a child ---------------------------------------------------
+
+    def graph(self, name: str) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The child's compiled graph (no checkpointer: it inherits the parent's)."""
+        if name not in self._graphs:
+            from langgraph_ctx.agent.prebuilt import build_context_agent
+
+            spec = self._by_name[name]
+            tools = list(spec.tools)
+            if spec.children:
+                nested = SubAgents(
+                    spec.children,
+                    max_depth=self.max_depth,
+                    result_cap=self.result_cap,
+                    artifacts=self.artifacts,
+                )
+                tools.append(nested.tool())
+            builder = build_context_agent(
+                spec.model,
+                tools,
+                system_prompt=spec.system_prompt,
+                budget=spec.effective_budget,
+                always_include=[t.name for t in tools],
+                think=False,
+            )
+            self._graphs[name] = builder.compile(name=name)
+        return self._graphs[name]
+
+    def _prepare(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> tuple[SubAgentSpec | None, Any, RunnableConfig, SubAgentResult | None]:
+        spec = self._by_name.get(name)
+        if spec is None:
+            return (
+                None,
+                None,
+                config,
+                self._failure(
+                    name, "failed", f"no sub-agent named {name!r}; known: {sorted(self._by_name)}"
+                ),
+            )
+        depth = int(config.get("configurable", {}).get(DEPTH_KEY, 0)) + 1
+        if depth > self.max_depth:
+            return (
+                spec,
+                None,
+                config,
+                self._failure(
+                    name,
+                    "depth_exceeded",
+                    f"delegation depth {depth} exceeds the limit {self.max_depth}",
+                ),
+            )
+        body = (
+            task if not inputs else f"{task}\n\nInputs (JSON):\n{json.dumps(inputs, default=str)}"
+        )
+        child_config = merge_configs(
+            config,
+            {
+                "configurable": {DEPTH_KEY: depth},
+                # Each LLM step is about three graph steps: fetch_tools, call_llm, tools.
+                "recursion_limit": 3 * spec.max_steps + 2,
+            },
+        )
+        return spec, {"messages": [HumanMessage(body)]}, child_config, None
+
+    def run(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Run sub-agent ``name`` on ``task``; never raises for the child's failures."""
+        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
+        if early is not None:
+            return early
+        assert spec is not None
+        try:
+            state = self.graph(name).invoke(child_input, child_config)
+        except GraphRecursionError:
+            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
+        except Exception as exc:  # the child's failure is the parent's information
+            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
+        return self._result(spec, state)
+
+    async def arun(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Async :meth:`run`."""
+        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
+        if early is not None:
+            return early
+        assert spec is not None
+        try:
+            state = await self.graph(name).ainvoke(child_input, child_config)
+        except GraphRecursionError:
+            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
+        except Exception as exc:
+            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
+        return self._result(spec, state)
+
+    def _failure(self, name: str, status: Status, why: str) -> SubAgentResult:
+        return SubAgentResult(
+            agent=name, status=status, output=None, summary=why, confidence=0.0, caveats=[why]
+        )
+
+    def _result(self, spec: SubAgentSpec, state: Mapping[str, Any]) -> SubAgentResult:
+        messages: list[BaseMessage] = state.get("messages") or []
+        replies = [m for m in messages if isinstance(m, AIMessage)]
+        final = replies[-1].text if replies else ""
+        tools_used = list(dict.fromkeys(c["name"] for m in replies for c in m.tool_calls))
+        reported = [m.usage_metadata for m in replies if m.usage_metadata]
+        consumed = (
+            sum(u["input_tokens"] + u["output_tokens"] for u in reported)
+            if reported
+            else self.counter.count_messages(messages)
+        )
+        failed_tools = [
+            m.text[:200] for m in messages if isinstance(m, ToolMessage) and m.status == "error"
+        ]
+        steps = len(replies)
+        summary = (
+            f"{spec.name} ({spec.kind}) took {steps} step(s)"
+            + (f" using {', '.join(tools_used)}" if tools_used else "")
+            + "."
+        )
+        return SubAgentResult(
+            agent=spec.name,
+            status="ok",
+            output=final,
+            summary=summary,
+            tools_used=tools_used,
+            # No self-assessment from the child: a clean finish is fairly, not fully, sure.
+            confidence=0.6 if failed_tools else 0.8,
+            caveats=failed_tools,
+            tokens_consumed=consumed,
+            steps=steps,
+        )
+
+    # -- what the parent sees ------------------------------------------------
+
+    def render(self, result: SubAgentResult) -> tuple[str, SubAgentResult]:
+        """The result as the parent sees it, within ``result_cap`` tokens."""
+        text = result.model_dump_json(exclude_none=True)
+        if self.counter.count_text(text) <= self.result_cap or result.output is None:
+            return text, result
+        artifact_id = self.artifacts.put(result.output)
+        head = self._head(result.output, self.result_cap // 3)
+        ref = ArtifactRef(
+            type="subagent_output", id=artifact_id, summary=f"{result.agent} output, starts: {head}"
+        )
+        capped = result.model_copy(update={"output": None, "artifact": ref})
+        return capped.model_dump_json(exclude_none=True), capped
+
+    def _head(self, text: str, tokens: int) -> str:
+        words = text.split()
+        while words and self.counter.count_text(" ".join(words)) > tokens:
+            words = words[: len(words) * 3 // 4]
+        return " ".join(words) + " ..."
+
+    def _update(
+        self, result: SubAgentResult, text: str, tool_call_id: str, state: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "messages": [
+                ToolMessage(
+                    text,
+                    tool_call_id=tool_call_id,
+                    name="delegate",
+                    status="success" if result.status == "ok" else "error",
+                )
+            ]
+        }
+        if result.artifact is not None:
+            update["artifacts"] = {result.artifact["id"]: result.artifact}
+        result_tokens = self.counter.count_text(text)
+        update["context_ledger"] = [
+            self._entry(
+                state,
+                tool_call_id,
+                {
+                    "agent": result.agent,
+                    "status": result.status,
+                    "steps": result.steps,
+                    "tokens_consumed": result.tokens_consumed,
+                    "result_tokens": result_tokens,
+                    "boundary_ratio": round(result.tokens_consumed / max(result_tokens, 1), 2),
+                },
+            )
+        ]
+        return update
+
+    @staticmethod
+    def _entry(state: Mapping[str, Any], tool_call_id: str, data: dict[str, Any]) -> LedgerEntry:
+        # Parallel delegations in one step each take the next number after the
+        # ledger's last, offset by their call's position, so none collide.
+        ledger = state.get("context_ledger") or []
+        last = (state.get("messages") or [None])[-1]
+        ids = [c["id"] for c in getattr(last, "tool_calls", None) or []]
+        offset = ids.index(tool_call_id) if tool_call_id in ids else 0
+        entry = ledger_entry("delegation", "tools", data, after=ledger or None)
+        entry["seq"] += offset
+        return entry
+
+    def tool(self) -> BaseTool:
+        """The ``delegate`` tool: the parent model hands a task to a sub-agent."""
+        catalog = "\n".join(f"- {s.name} ({s.kind}): {s.description}" for s in self.specs)
+
+        def delegate(
+            agent: str,
+            task: str,
+            tool_call_id: Annotated[str, InjectedToolCallId],
+            state: Annotated[dict[str, Any], InjectedState],
+            config: RunnableConfig,
+            inputs: dict[str, Any] | None = None,
+        ) -> Command[Any]:
+            result = self.run(agent, task, inputs or {}, config)
+            text, result = self.render(result)
+            return Command(update=self._update(result, text, tool_call_id, state))
+
+        async def adelegate(
+            agent: str,
+            task: str,
+            tool_call_id: Annotated[str, InjectedToolCallId],
+            state: Annotated[dict[str, Any], InjectedState],
+            config: RunnableConfig,
+            inputs: dict[str, Any] | None = None,
+        ) -> Command[Any]:
+            result = await self.arun(agent, task, inputs or {}, config)
+            text, result = self.render(result)
+            return Command(update=self._update(result, text, tool_call_id, state))
+
+        return StructuredTool.from_function(
+            delegate,
+            coroutine=adelegate,
+            name="delegate",
+            description=(
+                "Hand a self-contained task to a specialised sub-agent that works in a clean "
+                "context and returns a compact result. Put everything it needs in `task` and "
+                "`inputs` (JSON): it cannot see this conversation. Sub-agents:\n" + catalog
+            ),
+        )
+
+    def node(
+        self, name: str, task: Callable[[Mapping[str, Any]], tuple[str, dict[str, Any]]]
+    ) -> Runnable[Any, dict[str, Any]]:
+        """A graph node that always delegates to ``name``: ``task(state)`` gives task and inputs."""
+        if name not in self._by_name:
+            raise ConfigurationError("SubAgents.node", f"no sub-agent named {name!r}")
+
+        def finish(result: SubAgentResult) -> dict[str, Any]:
+            text, result = self.render(result)
+            update: dict[str, Any] = {"messages": [AIMessage(text, name=name)]}
+            if result.artifact is not None:
+                update["artifacts"] = {result.artifact["id"]: result.artifact}
+            return update
+
+        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return finish(self.run(name, *task(state), config))
+
+        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return finish(await self.arun(name, *task(state), config))
+
+        return RunnableLambda(run, afunc=arun, name=name)

@@ -1,0 +1,180 @@
+"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``.
+
+Exit codes: 0 done; 1 ``migrate --status`` found work to do, or ``inspect``
+found no such thread; 2 a usage or configuration error (a bad URL, an
+unreachable server, a changed migration), printed as one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from langgraph_ctx.errors import ContextError
+
+URL_ENV = "LANGGRAPH_CTX_DATABASE_URL"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except ContextError as exc:
+        print(f"langgraph-ctx {args.command}: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="langgraph-ctx", description="Context-window management for LangGraph agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_demo(commands)
+    _add_migrate(commands)
+    _add_inspect(commands)
+    return parser
+
+
+def _database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get(URL_ENV),
+        help=f"postgresql://..., sqlite:///path or memory:// (default: ${URL_ENV}, "
+        "else the SQLite file under $LANGGRAPH_CTX_HOME or the user data directory)",
+    )
+
+
+# -- demo ------------------------------------------------------------------
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="run a long simulated session (scripted model, SQLite checkpoint, no network)",
+        description="Run a long simulated agent session through a real LangGraph graph. "
+        "Run it again with the same --thread-id to resume that session.",
+    )
+    demo.add_argument("--turns", type=int, default=150, help="user turns in the session")
+    demo.add_argument("--thread-id", default="demo", help="session to run or resume")
+    demo.add_argument(
+        "--db", type=Path, default=Path("langgraph-ctx-demo.sqlite"), help="SQLite checkpoint file"
+    )
+    demo.add_argument("--seed", type=int, default=0, help="workload seed")
+    demo.add_argument("--window", type=int, default=32_000, help="model context window, tokens")
+    demo.add_argument(
+        "--plot", type=Path, default=Path("langgraph-ctx-demo.png"), help="PNG of utilization"
+    )
+    demo.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo.set_defaults(run=_demo)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from langgraph_ctx.cli.demo import ProgressBar, format_report, run_demo
+
+    if args.turns < 1:
+        print("langgraph-ctx demo: --turns must be at least 1", file=sys.stderr)
+        return 2
+    print(
+        f"demo: {args.turns} turns, window {args.window:,} tokens, "
+        f"thread {args.thread_id!r}, checkpoints in {args.db}",
+        file=sys.stderr,
+    )
+    report = run_demo(
+        turns=args.turns,
+        thread_id=args.thread_id,
+        db=args.db,
+        seed=args.seed,
+        window=args.window,
+        progress=None if args.quiet else ProgressBar(),
+    )
+    print(format_report(report))
+    if report.utilization:
+        try:
+            from langgraph_ctx.budget import Budget
+            from langgraph_ctx.cli.plot import plot_utilization
+
+            plot_utilization(
+                args.plot,
+                {
+                    "sent to the model": report.utilization,
+                    "measured by pre-flight": report.measured,
+                },
+                budget=Budget.for_window(args.window),
+                marks=report.compression_calls,
+                title=f"langgraph-ctx demo: {report.turns_total} turns, window {args.window:,}",
+            )
+            print(f"plot: {args.plot}")
+        except ImportError as exc:
+            print(f"no plot ({exc})", file=sys.stderr)
+    return 0
+
+
+# -- migrate ---------------------------------------------------------------
+
+
+def _add_migrate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    migrate = commands.add_parser(
+        "migrate",
+        help="create or upgrade the database tables (ours and LangGraph's)",
+        description="Apply the package's pending SQL migrations, in order, each in its own "
+        "transaction, then LangGraph's checkpoint setup; safe to run from many processes "
+        "at once. Refuses if an applied migration's file has changed.",
+    )
+    _database_url(migrate)
+    migrate.add_argument(
+        "--status", action="store_true", help="only show what is applied (exit 1 if not all)"
+    )
+    migrate.add_argument("--json", action="store_true", help="machine-readable output")
+    migrate.set_defaults(run=_migrate)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from langgraph_ctx.storage.migrations import migrate, migration_status
+
+    status = migration_status(args.database_url) if args.status else migrate(args.database_url)
+    if args.json:
+        print(json.dumps(status.to_json(), indent=2))
+    else:
+        print(f"database: {status.database}")
+        for m in status.migrations:
+            now = " (applied now)" if m.version in status.applied_now else ""
+            when = f"  {m.applied_at}" if m.applied_at else ""
+            print(f"  {m.version:04d}_{m.name:<24} {m.state}{now}{when}")
+        print(f"langgraph: {status.langgraph}")
+    return 0 if status.up_to_date else 1
+
+
+# -- inspect ---------------------------------------------------------------
+
+
+def _add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what happened to one session's context",
+        description="Show a session: utilization per LLM call, compressions with ratio and "
+        "entity retention, current summaries, evicted tools, recall timeouts, archive size.",
+    )
+    inspect.add_argument("thread_id", help="the session's thread id")
+    _database_url(inspect)
+    inspect.add_argument("--json", action="store_true", help="machine-readable output")
+    inspect.set_defaults(run=_inspect)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from langgraph_ctx.cli.inspect import format_inspection, inspect_session
+
+    result = inspect_session(args.database_url, args.thread_id)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        print(format_inspection(result))
+    return 0 if result.found else 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

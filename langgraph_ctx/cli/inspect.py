@@ -1,0 +1,227 @@
+"""What happened to one session's context: the data behind ``langgraph-ctx inspect``.
+
+It reads, and never writes: the thread's latest checkpoint (messages,
+summaries, the bounded ledger) through a checkpointer, and, where the tables
+exist, the full event log and the archive size. Without an event table (a
+graph run with no event sink) the ledger in the checkpoint stands in: the last
+few events only, and the output says so.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.cli.demo import sparkline
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import summary_info
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.urls import DatabaseURL, parse_url
+
+
+@dataclass
+class Inspection:
+    """One session, as ``inspect`` shows it (``--json`` prints :meth:`to_json`)."""
+
+    thread_id: str
+    database: str
+    found: bool
+    messages: int = 0
+    step: int | None = None
+    """LangGraph's step counter of the latest checkpoint."""
+    events_source: str = "none"
+    """``event table``, or ``checkpoint ledger`` (bounded: the latest events only)."""
+    event_counts: dict[str, int] = field(default_factory=dict)
+    utilization: list[float] = field(default_factory=list)
+    """Per LLM call, of the prompt as sent (after any compression)."""
+    measured: list[float] = field(default_factory=list)
+    """Per LLM call, as pre-flight measured it (before compression)."""
+    zones: list[str] = field(default_factory=list)
+    compressions: list[dict[str, Any]] = field(default_factory=list)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    evictions: list[dict[str, Any]] = field(default_factory=list)
+    recall_timeouts: list[dict[str, Any]] = field(default_factory=list)
+    archive_rows: int = 0
+    archive_tokens: int = 0
+    other_namespaces: dict[str, int] = field(default_factory=dict)
+    """Sub-agent namespaces with events of their own, and how many."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def inspect_session(url: str | None, thread_id: str) -> Inspection:
+    """Gather :class:`Inspection` for ``thread_id``; a missing thread has ``found=False``."""
+    db = parse_url(url)
+    if db.kind == "memory":
+        raise ConfigurationError("database_url", "memory:// keeps no sessions to inspect")
+    if db.kind == "sqlite" and not Path(db.path).exists():
+        raise ConfigurationError("database_url", f"no SQLite database at {db.path!r}")
+    with checkpointer_from_url(db.url, setup=False, max_connections=1) as saver:
+        found = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    result = Inspection(thread_id, db.redacted, found is not None)
+    values: dict[str, Any] = dict(found.checkpoint["channel_values"]) if found else {}
+    if found is not None:
+        result.step = found.metadata.get("step")
+    messages: list[BaseMessage] = list(values.get("messages") or ())
+    result.messages = len(messages)
+    for message in messages:
+        info = summary_info(message)
+        if info is not None:
+            lines = [ln for ln in message.text.splitlines()[1:] if ln.strip()]
+            result.summaries.append({**info, "first_line": lines[0] if lines else ""})
+    tables = _read_postgres(db, thread_id) if db.kind == "postgres" else _read_sqlite(db, thread_id)
+    events, result.archive_rows, result.archive_tokens, result.other_namespaces = tables
+    if events is not None:
+        result.events_source = "event table"
+    else:
+        events = list(values.get("context_ledger") or ())
+        result.events_source = "checkpoint ledger" if events else "none"
+    _fold(result, events)
+    return result
+
+
+def _fold(result: Inspection, events: list[dict[str, Any]]) -> None:
+    for event in events:
+        kind, data = str(event["kind"]), dict(event.get("data") or {})
+        result.event_counts[kind] = result.event_counts.get(kind, 0) + 1
+        if kind == "utilization":
+            measured = float(data.get("utilization", 0.0))
+            result.measured.append(measured)
+            result.utilization.append(float(data.get("sent_utilization", measured)))
+            result.zones.append(str(data.get("zone", "")))
+        elif kind == "compression":
+            keys = ("seq", "messages", "tokens_before", "tokens_after", "ratio")
+            entry = {k: data.get(k) for k in keys}
+            entry["entity_retention"] = data.get("entity_retention")
+            entry["meta"] = bool(data.get("meta"))
+            result.compressions.append(entry)
+        elif kind == "eviction":
+            result.evictions.append({"seq": event["seq"], **data})
+        elif kind == "recall_timeout":
+            result.recall_timeouts.append({"seq": event["seq"], **data})
+
+
+Tables = tuple[list[dict[str, Any]] | None, int, int, dict[str, int]]
+
+
+def _read_postgres(db: DatabaseURL, thread_id: str) -> Tables:
+    from langgraph_ctx.storage._pgconn import connect
+
+    events: list[dict[str, Any]] | None = None
+    rows = tokens = 0
+    others: dict[str, int] = {}
+    with connect(db.url) as conn:
+        exists = conn.execute(
+            "SELECT to_regclass('lgctx_events') IS NOT NULL AS events,"
+            " to_regclass('lgctx_archive') IS NOT NULL AS archive"
+        ).fetchone()
+        if exists is not None and exists["events"]:
+            events = conn.execute(
+                "SELECT seq, kind, data FROM lgctx_events"
+                " WHERE thread_id = %s AND namespace = '' ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+            counts = conn.execute(
+                "SELECT namespace, count(*) AS n FROM lgctx_events"
+                " WHERE thread_id = %s AND namespace <> '' GROUP BY namespace ORDER BY namespace",
+                (thread_id,),
+            ).fetchall()
+            others = {str(r["namespace"]): int(r["n"]) for r in counts}
+        if exists is not None and exists["archive"]:
+            size = conn.execute(
+                "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS t FROM lgctx_archive"
+                " WHERE thread_id = %s",
+                (thread_id,),
+            ).fetchone()
+            if size is not None:
+                rows, tokens = int(size["n"]), int(size["t"])
+    return events, rows, tokens, others
+
+
+def _read_sqlite(db: DatabaseURL, thread_id: str) -> Tables:
+    events: list[dict[str, Any]] | None = None
+    rows = tokens = 0
+    others: dict[str, int] = {}
+    conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "lgctx_events" in tables:
+            events = [
+                {"seq": seq, "kind": kind, "data": json.loads(data)}
+                for seq, kind, data in conn.execute(
+                    "SELECT seq, kind, data_json FROM lgctx_events"
+                    " WHERE thread_id = ? AND namespace = '' ORDER BY seq",
+                    (thread_id,),
+                )
+            ]
+            others = dict(
+                conn.execute(
+                    "SELECT namespace, count(*) FROM lgctx_events"
+                    " WHERE thread_id = ? AND namespace <> '' GROUP BY namespace ORDER BY 1",
+                    (thread_id,),
+                ).fetchall()
+            )
+        if "lgctx_archive" in tables:
+            rows, tokens = conn.execute(
+                "SELECT count(*), COALESCE(sum(tokens), 0) FROM lgctx_archive WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+    finally:
+        conn.close()
+    return events, rows, tokens, others
+
+
+def format_inspection(s: Inspection, *, width: int = 60) -> str:
+    """The terminal view: a header, the utilization chart, then one section per kind."""
+    if not s.found:
+        return f"thread {s.thread_id!r}: no checkpoint in {s.database}"
+    lines = [
+        f"thread {s.thread_id!r} in {s.database}",
+        f"  {s.messages} active messages, step {s.step}, events from {s.events_source}",
+    ]
+    util = s.utilization
+    if util:
+        zones = {z: s.zones.count(z) for z in ("green", "yellow", "red")}
+        lines += [
+            f"utilization per LLM call ({len(util)} calls, 1 column = "
+            f"{-(-len(util) // width)} call(s), max):",
+            f"  1.0 |{sparkline(util, width=width)}|",
+            f"      mean {sum(util) / len(util):.2f}  peak {max(util):.2f}  last {util[-1]:.2f}"
+            f"  (peak before compression {max(s.measured):.2f})",
+            f"      zones: green {zones['green']}, yellow {zones['yellow']}, red {zones['red']}",
+        ]
+    lines.append(f"compressions: {len(s.compressions)}")
+    for c in s.compressions:
+        retention = c["entity_retention"]
+        lines.append(
+            f"  #{c['seq']}{' (meta)' if c['meta'] else ''}: {c['messages']} messages, "
+            f"{c['tokens_before']} -> {c['tokens_after']} tokens, ratio {c['ratio']}:1, "
+            f"entity retention {'n/a' if retention is None else f'{retention:.0%}'}"
+        )
+    lines.append(f"summaries in context: {len(s.summaries)}")
+    for summary in s.summaries:
+        text = summary["first_line"]
+        lines.append(f"  #{summary.get('seq')}: {text[:96]}{'...' if len(text) > 96 else ''}")
+    lines.append(f"evicted tools: {len(s.evictions)}")
+    lines += [f"  {_brief(e, ('tool', 'tools', 'name', 'evicted'))}" for e in s.evictions]
+    lines.append(f"recall timeouts: {len(s.recall_timeouts)}")
+    lines += [f"  {_brief(e, ('timeout', 'elapsed', 'reason'))}" for e in s.recall_timeouts]
+    lines.append(f"archive: {s.archive_rows} messages, {s.archive_tokens:,} tokens")
+    if s.other_namespaces:
+        lines.append(
+            "sub-agent namespaces: "
+            + ", ".join(f"{ns} ({n} events)" for ns, n in s.other_namespaces.items())
+        )
+    return "\n".join(lines)
+
+
+def _brief(event: dict[str, Any], keys: tuple[str, ...]) -> str:
+    picked = {k: event[k] for k in keys if k in event}
+    body = picked or {k: v for k, v in event.items() if k != "seq"}
+    return f"seq {event['seq']}: " + json.dumps(body, default=str)[:120]

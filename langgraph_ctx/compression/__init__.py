@@ -1,0 +1,29 @@
+"""Summarizers (public) and the machinery of tiered compression (private modules).
+
+The middleware that runs compression is :class:`langgraph_ctx.middleware.TieredCompression`;
+this package holds what it uses: the tier planner (``_tiers``), the offline
+extractive summarizer (``_extractive``), entity retention (``_entities``) and
+the common-word list both lean on (``_lexicon``).
+"""
+
+from langgraph_ctx.compression.summarizers import (
+    SUMMARY_PROMPT,
+    ChatModelSummarizer,
+    ExtractiveSummarizer,
+    FallbackHook,
+    Summarizer,
+    entities,
+    entity_retention,
+    transcript,
+)
+
+__all__ = [
+    "SUMMARY_PROMPT",
+    "ChatModelSummarizer",
+    "ExtractiveSummarizer",
+    "FallbackHook",
+    "Summarizer",
+    "entities",
+    "entity_retention",
+    "transcript",
+]

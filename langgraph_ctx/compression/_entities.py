@@ -1,0 +1,207 @@
+"""Entities: the identifiers, amounts, dates and names a summary must keep verbatim.
+
+Later turns most often need these word for word, so the extractive summarizer
+ranks lines by them and the compression metric (entity retention) counts them.
+Regex-based and linear in the text: a heuristic, not NER.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.compression._lexicon import is_common
+from langgraph_ctx.tokens import message_text
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?"
+)
+_NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_UNITS_WORDS = "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+_TEENS = "thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_NUMBER_WORD = (
+    rf"(?:(?:{_TENS})(?:-(?:one|{_UNITS_WORDS}))?"
+    rf"|{_TEENS}|{_UNITS_WORDS}|hundred|thousand|million|billion)"
+)
+# One pass, leftmost match wins, so an id such as INV-2024-0931 is not also
+# counted as the numbers 2024 and 0931, nor 2024-05-06T17:41:02 as a date and a time.
+_TOKEN = re.compile(
+    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail address
+    r"|\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\b\d{1,2}/\d{1,2}/\d{2,4}\b"
+    r"|\b\d{1,2}(?::\d{2}){1,2}(?:\s?(?:[AaPp][Mm]\b|[AaPp]\.[Mm]\.))?"  # 5:30 PM, 10:00 a.m.
+    r"|\b\d{1,2}\s?(?:[AaPp][Mm]\b|[AaPp]\.[Mm]\.)"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}}\b)?|\b\d{{1,2}}\s+{_MONTH}"
+    rf"|[$€£¥]\s?{_NUM}(?:\s?(?:[kKmMbB]|bn)\b)?|\b{_NUM}\s?(?:%|(?:USD|EUR|GBP|JPY|CHF)\b)"
+    r"|\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:[-_/.][A-Za-z0-9]+)*\b"  # ACC-48213
+    r"|\b[A-Z]{2,}(?:[-_][A-Z0-9]+)+\b"  # SEV-HIGH
+    r"|\b\d+(?:\.\d+)?(?:[/-]\d+(?:\.\d+)?)+\b"  # 138/85, 30-50
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\b\d+\.\d+\b|\b\d{2,}\b"  # numbers of 2+ digits
+)
+NUMBER_WORD = re.compile(rf"\b{_NUMBER_WORD}\b", re.IGNORECASE)
+"""A number written as a word, from "two" up ("eleven", "twenty-two", "hundred"). Not an
+entity: out of its sentence it says nothing; the summarizer weighs it as a rare word."""
+# A capitalized word (CamelCase, hyphenated: "McDonald", "Engi-House") or an acronym;
+# a name is a run of them, possibly joined by "of" or "&" ("Bank of America").
+_CAP_WORD = r"(?:[A-Z][a-z]+(?:[A-Z][a-z]*)*(?:-[A-Za-z][a-z]*)*|[A-Z]{2,6}s?)\b"
+_CAPITAL = re.compile(rf"\b{_CAP_WORD}(?:(?:[ \t]+|[ \t]+(?:of|&)[ \t]+){_CAP_WORD})*")
+_STOP_WORDS = """
+a an the i we you he she it they this that these those there here what when where which
+who whom whose why how can could would should will shall may might must do does did is are was
+were be been am have has had let please thanks thank sure great hello hi hey yes no ok okay and
+but or so if then also now just our my your their his her its for in on at to from with by of as
+after before once since because while next first second last finally note done got perfect good
+fine alright right well oh any all some each every both not none one user assistant tool system
+today tomorrow yesterday mentioned conversation summary recalled memory i'm i've i'd i'll
+id ids
+"""
+_STOP = frozenset(_STOP_WORDS.split())
+# A title in quotes ("Tech for Good", 'Future Focus'): capitalized words, with the
+# small words a title may hold between them. Quotes make it a name even at the start.
+_TITLE_WORD = r"[A-Z][\w'\u2019&.-]*"
+_QUOTED = re.compile(
+    rf"(?<![\w])[\"\u201c\u2018'](?P<title>{_TITLE_WORD}(?:[ \t]+(?:{_TITLE_WORD}|"
+    rf"(?:of|for|the|and|a|an|in|on|to|at|with|by)(?=[ \t]+[A-Z]))){{0,5}})[\"\u201d\u2019']"
+    r"(?![\w])"
+)
+# Not ':': after a label ("notes: Fedex") a capital is usually a name.
+_SENTENCE_START = frozenset(".!?;\n\"'(*#>-\u201c\u2018\u2014\u2013")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*")
+# A sentence adverb ("Occasionally,", "Performance-wise,") is no name.
+# Nor, at the start of a sentence, is a gerund or an abstract noun ("Walking", "Friendship").
+_ADVERB = re.compile(r"(?:ly|wise|wards?|ing|ship|[st]ion|ness|ment)$")
+
+
+def _at_sentence_start(text: str, index: int) -> bool:
+    j = index - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    return j < 0 or text[j] in _SENTENCE_START
+
+
+def _ordinary(word: str, lower: set[str]) -> bool:
+    return is_common(word) or bool(_ADVERB.search(word)) or word.casefold() in lower
+
+
+def lowercase_words(text: str) -> set[str]:
+    """Words ``text`` writes in lower case: ordinary words, whatever starts a sentence."""
+    return {w.casefold() for w in _WORD.findall(text) if w[0].islower()}
+
+
+def entity_list(text: str, ordinary: Collection[str] = ()) -> list[str]:
+    """Entities of ``text`` in order of first appearance (order keeps output deterministic).
+
+    ``ordinary``: words known to occur in lower case around ``text`` (see
+    :func:`lowercase_words`); at the start of a sentence they are not names.
+    """
+    found = dict.fromkeys(m.group(0) for m in _TOKEN.finditer(text))
+    rest = _TOKEN.sub(" ", text)  # so "ACC" of ACC-48213 is not also a proper noun
+    titles = [m.group("title") for m in _QUOTED.finditer(rest)]
+    if titles:
+        found.update((t, None) for t in titles if " " in t or not is_common(t))
+        rest = _QUOTED.sub(" ", rest)
+    lower = lowercase_words(rest)
+    if ordinary:
+        lower |= {w.casefold() for w in _WORD.findall(rest) if w.casefold() in ordinary}
+    names: list[tuple[str, bool]] = []  # (name, whether it counts on its own)
+    for m in _CAPITAL.finditer(rest):
+        words = m.group(0).split()
+        initial = _at_sentence_start(rest, m.start())
+        # Leading function words are no part of a name ("Thanks Bob"), nor is an
+        # ordinary word that only starts the sentence ("Happy Friday" is "Friday").
+        while words and (
+            words[0].casefold() in _STOP
+            or (initial and len(words) > 1 and _ordinary(words[0], lower))
+        ):
+            words.pop(0)
+        while words and words[-1] in ("of", "&"):
+            words.pop()
+        if not words:
+            continue
+        name = " ".join(words)
+        # After a sentence boundary a lone capital proves nothing ("Happy to help",
+        # "Total Cost": "Cost") unless it is no ordinary word ("Dealogic has become..."),
+        # or it recurs mid-sentence. A run of capitals ("Maria Lopez") is a name anywhere.
+        sure = not initial or len(words) > 1 or not _ordinary(name, lower)
+        names.append((name, sure))
+    named = {name for name, sure in names if sure}
+    found.update((name, None) for name, _ in names if name in named)
+    return list(found)
+
+
+def entities(text: str) -> set[str]:
+    """The entities of ``text``: what a summary must keep verbatim to stay useful.
+
+    Counted: e-mail addresses; dates (2024-03-15, ISO timestamps, 3/15/2024,
+    March 15, 2024, 15 Mar) and times (10:30, 5:30 PM, 3 pm); amounts
+    ($12,480.50, €3.2k, 15%, 200 USD); identifiers (tokens mixing letters and
+    digits, ACC-48213, INV-2024-0931, v2.1; upper-case codes such as SEV-HIGH);
+    ratios and ranges (138/85, 30-50); numbers of two or more digits or with
+    decimals (single digits are mostly list markers and counts); proper nouns:
+    runs of capitalized words and acronyms ("Goldman Sachs", "Bank of America",
+    "AWS"), leading function words aside; titles in quotes ("Tech for Good").
+    A lone capitalized word at the start of a sentence counts only if it is no
+    common English word (see :mod:`langgraph_ctx.compression._lexicon`), no sentence adverb
+    or abstract noun, and does not also appear in lower case; or if it recurs
+    mid-sentence.
+    """
+    return set(entity_list(text))
+
+
+_NORM = re.compile(r"(?<=\d),(?=\d{3})|[$€£¥]\s?")
+
+
+def norm(text: str) -> str:
+    """The matching form of an entity: "$12,480.50" and "12480.50 USD" name one amount."""
+    return " ".join(_NORM.sub("", text).split()).casefold()
+
+
+def retention(originals: Sequence[str], summary: str) -> float:
+    """Share of the entities ``originals`` found in ``summary``, as whole words."""
+    wanted = {norm(e) for e in originals}
+    if not wanted:
+        return 1.0
+    hay = norm(summary)
+    kept = sum(1 for e in wanted if _whole_word_in(e, hay))
+    return kept / len(wanted)
+
+
+def _is_word_char(c: str) -> bool:
+    """What ``\\w`` matches in a ``str`` pattern: alphanumerics and the underscore."""
+    return c.isalnum() or c == "_"
+
+
+def _whole_word_in(needle: str, hay: str) -> bool:
+    """Whether ``needle`` occurs in ``hay`` with no word character on either side.
+
+    Same answer as ``re.search(rf"(?<!\\w){re.escape(needle)}(?!\\w)", hay)``, but
+    ``str.find`` with a check at each hit: no pattern to compile per entity.
+    """
+    n = len(needle)
+    i = hay.find(needle)
+    while i >= 0:
+        end = i + n
+        if (i == 0 or not _is_word_char(hay[i - 1])) and (
+            end == len(hay) or not _is_word_char(hay[end])
+        ):
+            return True
+        i = hay.find(needle, i + 1)  # occurrences may overlap
+    return False
+
+
+def message_entities(messages: Sequence[BaseMessage]) -> list[str]:
+    """Entities of ``messages`` (tool-call arguments included), in order, once each."""
+    return list(dict.fromkeys(e for m in messages for e in entity_list(message_text(m)[0])))
+
+
+def entity_retention(originals: Sequence[BaseMessage], summary: str) -> float:
+    """Share of the originals' entities (tool-call arguments included) found in ``summary``.
+
+    Matching ignores case, thousands separators and currency symbols, and needs
+    whole words: ``12`` is not found inside ``2012``. ``1.0`` if there are none.
+    """
+    return retention(message_entities(originals), summary)

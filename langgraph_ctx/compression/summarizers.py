@@ -1,0 +1,211 @@
+"""Summarizers for tiered compression.
+
+A summary replaces messages in the active state, so what it drops the agent
+forgets (the originals stay only in the archive). Identifiers, amounts, dates
+and names are what later turns most often need verbatim, so both summarizers
+are built, and measured, around keeping them:
+
+- :class:`ChatModelSummarizer` asks a (usually small) chat model, and falls
+  back when the model fails, times out or returns nothing usable.
+- :class:`ExtractiveSummarizer` (:mod:`langgraph_ctx.compression._extractive`) selects and
+  compacts sentences without a model: deterministic, offline, the default and
+  the fallback.
+
+The entity measure that judges them lives in :mod:`langgraph_ctx.compression._entities`;
+``entities`` and ``entity_retention`` are re-exported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import json
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_ctx.compression._entities import (
+    entities,
+    entity_retention,
+    message_entities,
+    retention,
+)
+from langgraph_ctx.compression._extractive import ExtractiveSummarizer, role_head
+from langgraph_ctx.errors import ConfigurationError
+
+__all__ = [
+    "SUMMARY_PROMPT",
+    "ChatModelSummarizer",
+    "ExtractiveSummarizer",
+    "FallbackHook",
+    "Summarizer",
+    "entities",
+    "entity_retention",
+    "transcript",
+]
+
+SUMMARY_PROMPT = """\
+You condense the older part of a conversation between a user, an AI assistant \
+and its tools, so that the assistant can carry on without the original messages.
+
+Keep:
+- decisions, commitments and conclusions;
+- data values, identifiers, amounts, dates and proper nouns, copied exactly;
+- the user's preferences and constraints;
+- tool results that still matter: which tool, and the values it returned.
+
+Drop pleasantries, small talk and restatements. Never invent anything. Write \
+terse plain-text lines, and stay under {max_tokens} tokens."""
+"""The default prompt; ``{max_tokens}`` is replaced by the summary's budget."""
+
+
+class Summarizer(Protocol):
+    """Turns a block of messages into a summary of at most ``max_tokens`` tokens."""
+
+    def summarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None, max_tokens: int
+    ) -> str:
+        """Summarize ``messages``. ``previous`` is the last summary, for context only:
+        the caller keeps it as its own message, so it is not repeated."""
+        ...
+
+    async def asummarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None, max_tokens: int
+    ) -> str: ...
+
+
+# --- chat model ---------------------------------------------------------------
+
+FallbackHook = Callable[[str, BaseException | None], None]
+"""Told why a summary fell back: ``"error"``, ``"timeout"``, ``"empty"`` or ``"useless"``."""
+
+
+def transcript(messages: Sequence[BaseMessage]) -> str:
+    """Messages as a role-labelled transcript; tool calls as name and JSON arguments."""
+    tool_names: dict[str, str] = {}
+    lines: list[str] = []
+    for message in messages:
+        head, text = role_head(message, tool_names), str(message.text)
+        if text or not isinstance(message, AIMessage):
+            lines.append(head + text)
+        for call in getattr(message, "tool_calls", None) or ():
+            tool_names[call.get("id") or ""] = call["name"]
+            args = json.dumps(call["args"], ensure_ascii=False, default=str)
+            lines.append(f"Assistant called {call['name']}({args})")
+    return "\n".join(lines)
+
+
+class ChatModelSummarizer:
+    """Summarizes with any LangChain chat model, within a timeout, with a fallback.
+
+    The model gets :data:`SUMMARY_PROMPT` as a system message and the transcript
+    as one human message. When it raises, times out, returns nothing, or returns
+    something useless (no entity of the originals, when they had three or more;
+    or longer than the transcript), ``on_fallback(reason, exc)`` is called and
+    the fallback's summary (extractive by default) is returned instead.
+
+    Sync calls run the model in a worker thread so the timeout can be enforced;
+    on timeout the thread is abandoned, not killed (Python cannot), and its
+    result discarded. The caller's context variables (callbacks, tracing) are
+    carried into it.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        *,
+        prompt: str = SUMMARY_PROMPT,
+        timeout: float | None = 30.0,
+        fallback: Summarizer | None = None,
+        on_fallback: FallbackHook | None = None,
+    ) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError("timeout", f"must be positive or None, got {timeout}")
+        self.model = model
+        self.prompt = prompt
+        self.timeout = timeout
+        self.fallback: Summarizer = fallback or ExtractiveSummarizer()
+        self.on_fallback = on_fallback
+
+    def summarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None, max_tokens: int
+    ) -> str:
+        _check_budget(max_tokens)
+        request, body = self._request(messages, previous, max_tokens)
+        try:
+            reply = self._invoke(request)
+        except Exception as exc:
+            self._fell_back(_reason(exc), exc)
+        else:
+            verdict = _judge(reply, messages, body)
+            if verdict is None:
+                return reply
+            self._fell_back(verdict, None)
+        return self.fallback.summarize(messages, previous=previous, max_tokens=max_tokens)
+
+    async def asummarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None, max_tokens: int
+    ) -> str:
+        _check_budget(max_tokens)
+        request, body = self._request(messages, previous, max_tokens)
+        try:
+            result = await asyncio.wait_for(self.model.ainvoke(request), self.timeout)
+        except Exception as exc:
+            self._fell_back(_reason(exc), exc)
+        else:
+            reply = str(result.text).strip()
+            verdict = _judge(reply, messages, body)
+            if verdict is None:
+                return reply
+            self._fell_back(verdict, None)
+        return await self.fallback.asummarize(messages, previous=previous, max_tokens=max_tokens)
+
+    def _request(
+        self, messages: Sequence[BaseMessage], previous: str | None, max_tokens: int
+    ) -> tuple[list[BaseMessage], str]:
+        body = transcript(messages)
+        text = f"Conversation to summarize:\n\n{body}"
+        if previous:
+            text = f"Earlier summary, for context only; do not repeat it:\n{previous}\n\n{text}"
+        system = SystemMessage(self.prompt.replace("{max_tokens}", str(max_tokens)))
+        return [system, HumanMessage(text)], body
+
+    def _invoke(self, request: list[BaseMessage]) -> str:
+        if self.timeout is None:
+            return str(self.model.invoke(request).text).strip()
+        context = contextvars.copy_context()
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lgctx-summarize")
+        try:
+            future = pool.submit(lambda: context.run(self.model.invoke, request))
+            return str(future.result(timeout=self.timeout).text).strip()
+        finally:
+            pool.shutdown(wait=False)  # do not wait for a model that overran
+
+    def _fell_back(self, reason: str, exc: BaseException | None) -> None:
+        if self.on_fallback is not None:
+            self.on_fallback(reason, exc)
+
+
+def _check_budget(max_tokens: int) -> None:
+    if max_tokens <= 0:
+        raise ConfigurationError(
+            "max_tokens", f"a summary needs a positive budget, got {max_tokens}"
+        )
+
+
+def _reason(exc: BaseException) -> str:
+    timeouts = (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError)
+    return "timeout" if isinstance(exc, timeouts) else "error"
+
+
+def _judge(reply: str, messages: Sequence[BaseMessage], body: str) -> str | None:
+    """Why ``reply`` is unusable, or ``None`` if it will do."""
+    if not reply:
+        return "empty"
+    if len(reply) > len(body):
+        return "useless"  # a "summary" longer than what it summarizes
+    wanted = message_entities(messages)
+    return "useless" if len(wanted) >= 3 and retention(wanted, reply) == 0 else None

@@ -1,0 +1,51 @@
+"""The middleware contract, and its wiring onto the nodes of a graph.
+
+Three short modules, read in this order:
+
+- ``context``: what one node call carries (:class:`View`, :class:`PersistentUpdate`,
+  :class:`CallContext`);
+- ``chain``: the :class:`Middleware` contract and the one loop that runs it;
+- ``wiring``: :class:`Pipeline`, which orders middleware and wraps graph nodes.
+"""
+
+from langgraph_ctx.pipeline.chain import (
+    DEFAULT_PRIORITY,
+    AsyncNext,
+    FunctionMiddleware,
+    Layer,
+    Middleware,
+    Next,
+    arun_layers,
+    as_middleware,
+    run_layers,
+)
+from langgraph_ctx.pipeline.context import (
+    CallContext,
+    EventSink,
+    PersistentUpdate,
+    SessionTokens,
+    View,
+    current_context,
+    graph_namespace,
+)
+from langgraph_ctx.pipeline.wiring import Pipeline
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "AsyncNext",
+    "CallContext",
+    "EventSink",
+    "FunctionMiddleware",
+    "Layer",
+    "Middleware",
+    "Next",
+    "PersistentUpdate",
+    "Pipeline",
+    "SessionTokens",
+    "View",
+    "arun_layers",
+    "as_middleware",
+    "current_context",
+    "graph_namespace",
+    "run_layers",
+]

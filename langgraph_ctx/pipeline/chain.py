@@ -1,0 +1,274 @@
+"""The middleware contract and the one loop that runs it.
+
+A middleware is called as ``mw(view, config, ctx, next)`` (sync) or awaited
+as ``mw.acall(...)`` (async). :func:`run_layers` is the only place the
+contract is enforced: ``next`` may be called once; an error a middleware
+raises surfaces as :class:`~langgraph_ctx.errors.MiddlewareError` naming it;
+the node's own errors pass through untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
+
+from langgraph_ctx.errors import ContextRunError, MiddlewareError, NextCalledTwiceError
+from langgraph_ctx.pipeline.context import CallContext, View, _current
+
+DEFAULT_PRIORITY = 100
+
+
+class Next(Protocol):
+    def __call__(self, view: View, /) -> Any: ...
+
+
+class AsyncNext(Protocol):
+    def __call__(self, view: View, /) -> Awaitable[Any]: ...
+
+
+class Middleware:
+    """Base class: override ``__call__`` (sync) and/or ``acall`` (async).
+
+    Both default to passing the call straight through. A middleware that only
+    overrides ``__call__`` still works under ``ainvoke``: it runs in a worker
+    thread and its ``next`` hops back onto the event loop.
+    """
+
+    name: str = ""
+    priority: int = DEFAULT_PRIORITY
+    default_nodes: tuple[str, ...] | None = None
+    """Nodes this built-in applies to unless told otherwise. Unlike an explicit
+    filter, a default may name nodes the graph lacks, as long as one exists."""
+
+    def __init__(
+        self,
+        *,
+        priority: int | None = None,
+        nodes: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if priority is not None:
+            self.priority = priority
+        self.nodes: tuple[str, ...] | None = tuple(nodes) if nodes is not None else None
+        if name is not None:
+            self.name = name
+        if not self.name:
+            self.name = type(self).__name__
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        """Validate the graph this middleware is attached to (``nodes``: its targets,
+        ``None`` for all). Raise :class:`~langgraph_ctx.errors.ConfigurationError`
+        to refuse it at wiring time. The default accepts any graph."""
+
+    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+        return next(view)
+
+    async def acall(
+        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
+    ) -> Any:
+        return await next(view)
+
+    @property
+    def has_sync(self) -> bool:
+        return True
+
+    @property
+    def has_async(self) -> bool:
+        return (
+            type(self).acall is not Middleware.acall or type(self).__call__ is Middleware.__call__
+        )
+
+
+class FunctionMiddleware(Middleware):
+    """A plain (sync or async) function used as middleware."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        priority: int | None = None,
+        nodes: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(priority=priority, nodes=nodes, name=name or getattr(fn, "__name__", ""))
+        self.fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+        if self._is_async:
+            raise ContextRunError(
+                f"middleware {self.name!r} is async-only: run the graph with ainvoke/astream"
+            )
+        return self.fn(view, config, ctx, next)
+
+    async def acall(
+        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
+    ) -> Any:
+        return await self.fn(view, config, ctx, next)
+
+    @property
+    def has_sync(self) -> bool:
+        return not self._is_async
+
+    @property
+    def has_async(self) -> bool:
+        return self._is_async
+
+
+def as_middleware(
+    *, priority: int = DEFAULT_PRIORITY, nodes: Sequence[str] | None = None, name: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionMiddleware]:
+    """Decorate ``fn(view, config, ctx, next)`` to make it a middleware."""
+
+    def wrap(fn: Callable[..., Any]) -> FunctionMiddleware:
+        return FunctionMiddleware(fn, priority=priority, nodes=nodes, name=name)
+
+    return wrap
+
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    middleware: Middleware
+    priority: int
+    index: int
+    nodes: frozenset[str] | None
+
+
+def run_layers(
+    layers: Sequence[Layer], ctx: CallContext, view: View, terminal: Callable[[View], Any]
+) -> Any:
+    """Run ``layers`` in order around ``terminal`` (the node, or a model call).
+
+    The one place the ``next`` contract is enforced: each layer gets a ``next``
+    that may be called once; an error a layer raises is wrapped with its name;
+    the terminal's own errors pass through untouched.
+    """
+    config = ctx.config
+
+    def step(i: int) -> Next:
+        called = False
+
+        def call(v: View) -> Any:
+            nonlocal called
+            if called:
+                raise _twice(ctx, layers, i)
+            called = True
+            if i == len(layers):
+                return _terminal(ctx, lambda: terminal(v))
+            mw = layers[i].middleware
+            if not mw.has_sync:
+                raise ContextRunError(
+                    f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
+                )
+            return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
+
+        return call
+
+    return step(0)(view)
+
+
+async def arun_layers(
+    layers: Sequence[Layer],
+    ctx: CallContext,
+    view: View,
+    terminal: Callable[[View], Awaitable[Any]],
+) -> Any:
+    """Async :func:`run_layers`. A sync-only layer runs in a worker thread."""
+    config = ctx.config
+    loop = asyncio.get_running_loop()
+
+    def step(i: int) -> AsyncNext:
+        called = False
+
+        async def call(v: View) -> Any:
+            nonlocal called
+            if called:
+                raise _twice(ctx, layers, i)
+            called = True
+            if i == len(layers):
+                return await _aterminal(ctx, terminal(v))
+            mw = layers[i].middleware
+            if mw.has_async:
+                return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, step(i + 1)))
+            nxt = step(i + 1)
+
+            def sync_next(inner_view: View) -> Any:
+                # Runs in the worker thread: hand the rest of the chain back to the loop.
+                return asyncio.run_coroutine_threadsafe(cast(Any, nxt(inner_view)), loop).result()
+
+            return await _aguard(
+                ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
+            )
+
+        return call
+
+    return await step(0)(view)
+
+
+def _twice(ctx: CallContext, layers: Sequence[Layer], i: int) -> NextCalledTwiceError:
+    # Raised inside the caller's next(): mark it so the caller's guard lets it through as is.
+    error = NextCalledTwiceError(layers[i - 1].middleware.name if i else "<pipeline>", ctx.node)
+    ctx._passing.add(id(error))
+    return error
+
+
+def _as_view(view: Mapping[str, Any]) -> View:
+    return view if isinstance(view, View) else View(view)
+
+
+def _terminal(ctx: CallContext, run: Callable[[], Any]) -> Any:
+    token = _current.set(ctx)
+    try:
+        return run()
+    except BaseException as exc:
+        ctx._passing.add(id(exc))  # the node's own error: middleware must not re-wrap it
+        raise
+    finally:
+        _current.reset(token)
+
+
+async def _aterminal(ctx: CallContext, run: Awaitable[Any]) -> Any:
+    token = _current.set(ctx)
+    try:
+        return await run
+    except BaseException as exc:
+        ctx._passing.add(id(exc))
+        raise
+    finally:
+        _current.reset(token)
+
+
+def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseException | None:
+    if id(exc) in ctx._passing or isinstance(exc, (GraphBubbleUp, asyncio.CancelledError)):
+        return None
+    if not isinstance(exc, Exception):
+        return None
+    wrapped = MiddlewareError(mw.name, ctx.node, exc)
+    ctx._passing.add(id(wrapped))
+    return wrapped
+
+
+def _guard(ctx: CallContext, mw: Middleware, run: Callable[[], Any]) -> Any:
+    try:
+        return run()
+    except BaseException as exc:
+        wrapped = _wrap_error(ctx, mw, exc)
+        if wrapped is None:
+            raise
+        raise wrapped from exc
+
+
+async def _aguard(ctx: CallContext, mw: Middleware, run: Awaitable[Any]) -> Any:
+    try:
+        return await run
+    except BaseException as exc:
+        wrapped = _wrap_error(ctx, mw, exc)
+        if wrapped is None:
+            raise
+        raise wrapped from exc

@@ -1,0 +1,298 @@
+"""The middleware contract, its ordering, and its wiring onto graph nodes.
+
+A middleware is called as ``mw(view, config, ctx, next)``. It may
+
+- hand ``next`` a different :class:`View` — an *ephemeral* change, seen by the
+  rest of this call only;
+- call ``ctx.persist(...)`` — a :class:`PersistentUpdate`, merged with the
+  node's own update through the graph's reducers and so checkpointed;
+- annotate ``ctx`` (pre-flight writes ``ctx.usage`` there for later layers);
+- post-process what ``next`` returned;
+- or return without calling ``next`` (short-circuit).
+
+Layers run lowest priority number first, ties in registration order. The
+order is fixed when the pipeline is attached to a graph; adding a middleware
+after that raises. Attaching wraps the graph's node functions in place, so the
+user's own nodes need no change::
+
+    pipeline = Pipeline([PreflightCheck(nodes=["agent"])], budget=Budget.for_window(32_000))
+    graph = pipeline.attach(builder).compile(checkpointer=saver)
+
+The core reads in three short modules: ``call`` (what one call carries:
+View, PersistentUpdate, CallContext), ``layers`` (the middleware contract
+and the loop that runs it), and this one (ordering and wiring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.graph import StateGraph
+
+from langgraph_ctx.budget import Budget
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.pipeline.chain import (
+    DEFAULT_PRIORITY,
+    AsyncNext,
+    FunctionMiddleware,
+    Layer,
+    Middleware,
+    Next,
+    arun_layers,
+    as_middleware,
+    run_layers,
+)
+from langgraph_ctx.pipeline.context import (
+    CallContext,
+    EventSink,
+    PersistentUpdate,
+    SessionTokens,
+    View,
+    current_context,
+    graph_namespace,
+)
+from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "AsyncNext",
+    "CallContext",
+    "EventSink",
+    "FunctionMiddleware",
+    "Layer",
+    "Middleware",
+    "Next",
+    "PersistentUpdate",
+    "Pipeline",
+    "SessionTokens",
+    "View",
+    "arun_layers",
+    "as_middleware",
+    "current_context",
+    "graph_namespace",
+    "run_layers",
+]
+
+
+class Pipeline:
+    """An ordered set of middleware, attached to the nodes of a graph."""
+
+    def __init__(
+        self,
+        middleware: Iterable[Middleware | Callable[..., Any]] = (),
+        *,
+        budget: Budget | None = None,
+        counter: TokenCounter | None = None,
+        tools: Sequence[Any] | Callable[[Mapping[str, Any]], Sequence[Any]] = (),
+        system_prompt: str | None = None,
+        max_sessions: int = 1024,
+        events: EventSink | None = None,
+    ) -> None:
+        self.budget = budget if budget is not None else Budget()
+        if not isinstance(self.budget, Budget):
+            raise ConfigurationError("Pipeline.budget", f"expected a Budget, got {budget!r}")
+        self.counter = counter if counter is not None else TokenCounter()
+        self.tools = tools if callable(tools) else list(tools)
+        """Tools the wrapped nodes bind, counted against the tool budget: a list,
+        or a function of the state (a session's discovered tools live there)."""
+        self.system_prompt = system_prompt
+        self.events = events
+        """Where every ledger event is also written (the event table), if anywhere."""
+        """A system prompt your node adds itself (not in state): counted as system."""
+        self.channels: frozenset[str] = frozenset()
+        self._middleware: list[Middleware] = []
+        self._layers: dict[str, list[Layer]] | None = None
+        self._sessions: OrderedDict[tuple[str, str], SessionTokens] = OrderedDict()
+        self._sessions_lock = threading.Lock()
+        self._max_sessions = max_sessions
+        for mw in middleware:
+            self.use(mw)
+
+    def use(
+        self,
+        mw: Middleware | Callable[..., Any],
+        *,
+        priority: int | None = None,
+        nodes: Sequence[str] | None = None,
+    ) -> Pipeline:
+        """Register a middleware. Raises once the pipeline is attached."""
+        if self._layers is not None:
+            raise ConfigurationError(
+                "Pipeline.use",
+                "the pipeline is already attached to a graph; "
+                "register every middleware before attach()",
+            )
+        if not isinstance(mw, Middleware):
+            if not callable(mw):
+                raise ConfigurationError("Pipeline.use", f"not a middleware: {mw!r}")
+            mw = FunctionMiddleware(mw, priority=priority, nodes=nodes)
+        else:
+            if priority is not None:
+                mw.priority = priority
+            if nodes is not None:
+                mw.nodes = tuple(nodes)
+        if isinstance(mw.priority, bool) or not isinstance(mw.priority, int):
+            raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {mw.priority!r}")
+        self._middleware.append(mw)
+        return self
+
+    # -- wiring ------------------------------------------------------------
+
+    def layers_for(self, node: str) -> list[Layer]:
+        """The layers that run on ``node``, in order (after attach)."""
+        if self._layers is None:
+            raise ConfigurationError("Pipeline", "not attached to a graph yet")
+        return self._layers.get(node, [])
+
+    def attach(self, builder: StateGraph[Any, Any, Any, Any]) -> StateGraph[Any, Any, Any, Any]:
+        """Wrap ``builder``'s nodes with this pipeline, in place, and return it.
+
+        Call before ``builder.compile()``. Filters are checked here: an explicit
+        filter naming a node the graph lacks is an error.
+        """
+        if self._layers is not None:
+            raise ConfigurationError("Pipeline.attach", "already attached to a graph")
+        if not isinstance(builder, StateGraph):
+            raise ConfigurationError(
+                "Pipeline.attach", f"expected an uncompiled StateGraph, got {type(builder)!r}"
+            )
+        node_names = set(builder.nodes)
+        layers = self._plan(node_names)
+        for layer in {id(ly): ly for node_layers in layers.values() for ly in node_layers}.values():
+            layer.middleware.check_graph(builder, layer.nodes)
+        for name, node_layers in layers.items():
+            if node_layers:
+                spec = builder.nodes[name]
+                builder.nodes[name] = dataclasses.replace(
+                    spec, runnable=self._wrap(name, cast(Runnable[Any, Any], spec.runnable))
+                )
+        self.channels = frozenset(builder.channels) | frozenset(builder.managed)
+        self._layers = layers
+        return builder
+
+    def _plan(self, node_names: set[str]) -> dict[str, list[Layer]]:
+        resolved: list[Layer] = []
+        for index, mw in enumerate(self._middleware):
+            if mw.nodes is not None:
+                missing = sorted(set(mw.nodes) - node_names)
+                if missing:
+                    raise ConfigurationError(
+                        f"{mw.name}.nodes",
+                        f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
+                    )
+                targets: frozenset[str] | None = frozenset(mw.nodes)
+            elif mw.default_nodes is not None:
+                targets = frozenset(mw.default_nodes) & node_names
+                if not targets:
+                    raise ConfigurationError(
+                        f"{mw.name}.nodes",
+                        f"applies by default to {list(mw.default_nodes)}, none of which the graph "
+                        f"has ({sorted(node_names)}); pass nodes=[...]",
+                    )
+            else:
+                targets = None
+            resolved.append(Layer(mw, mw.priority, index, targets))
+        resolved.sort(key=lambda layer: (layer.priority, layer.index))
+        return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
+
+    def _wrap(self, node: str, inner: Runnable[Any, Any]) -> Runnable[Any, Any]:
+        from langgraph._internal._runnable import RunnableCallable
+
+        def run(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+            return self.invoke_node(node, inner, state, config, _writer(runtime))
+
+        async def arun(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
+            return await self.ainvoke_node(node, inner, state, config, _writer(runtime))
+
+        return RunnableCallable(run, arun, name=node, trace=False)
+
+    # -- running -----------------------------------------------------------
+
+    def session_for(self, config: RunnableConfig, state: Mapping[str, Any]) -> SessionTokens:
+        """The token cache and calibration of the session ``config`` names."""
+        conf = config.get("configurable", {})
+        key = (str(conf.get("thread_id", "")), graph_namespace(config))
+        with self._sessions_lock:
+            session = self._sessions.get(key)
+            if session is None:
+                session = SessionTokens(cache=MessageTokenCache(self.counter))
+                _restore_calibration(session.calibration, state)
+                self._sessions[key] = session
+                if len(self._sessions) > self._max_sessions:
+                    self._sessions.popitem(last=False)
+            else:
+                self._sessions.move_to_end(key)
+            return session
+
+    def _context(
+        self, node: str, state: Any, config: RunnableConfig, writer: Callable[[Any], None] | None
+    ) -> CallContext:
+        if not isinstance(state, Mapping):
+            raise ContextRunError(
+                f"node {node!r} received {type(state).__name__}; langgraph-ctx needs a "
+                "dict-like (TypedDict) state schema"
+            )
+        return CallContext(
+            node=node,
+            config=config,
+            state=state,
+            pipeline=self,
+            session=self.session_for(config, state),
+            tools=list(self.tools(state) if callable(self.tools) else self.tools),
+            stream_writer=writer,
+        )
+
+    def invoke_node(
+        self,
+        node: str,
+        inner: Runnable[Any, Any],
+        state: Any,
+        config: RunnableConfig,
+        writer: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run ``node`` through its layers, synchronously."""
+        ctx = self._context(node, state, config, writer)
+        result = run_layers(
+            self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
+        )
+        if self.events is not None and ctx.events:
+            self.events.write(ctx.thread_id or "default", graph_namespace(config), ctx.events)
+        return ctx.merge(result)
+
+    async def ainvoke_node(
+        self,
+        node: str,
+        inner: Runnable[Any, Any],
+        state: Any,
+        config: RunnableConfig,
+        writer: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Run ``node`` through its layers, asynchronously."""
+        ctx = self._context(node, state, config, writer)
+        result = await arun_layers(
+            self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
+        )
+        if self.events is not None and ctx.events:
+            thread, ns = ctx.thread_id or "default", graph_namespace(config)
+            await self.events.awrite(thread, ns, ctx.events)
+        return ctx.merge(result)
+
+
+def _writer(runtime: Any) -> Callable[[Any], None] | None:
+    return cast(Callable[[Any], None] | None, getattr(runtime, "stream_writer", None))
+
+
+def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> None:
+    # A resumed session picks up the ratio it had learned, from its ledger.
+    for entry in reversed(state.get("context_ledger") or ()):
+        if entry.get("kind") == "utilization":
+            data = entry.get("data", {})
+            if data.get("calibration_samples"):
+                calibration.ratio = float(data["calibration"])
+                calibration.samples = int(data["calibration_samples"])
+            return

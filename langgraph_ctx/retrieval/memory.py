@@ -1,0 +1,335 @@
+"""Long-term memory in four levels, kept in a LangGraph store, scoped by user or tenant.
+
+Memories are *observations* (single facts), *patterns*, *principles* and
+*frameworks* (distilled knowledge, more broadly applicable: paper, section 9).
+They live in any ``langgraph.store.base.BaseStore``: ``InMemoryStore`` by
+default, ``PostgresStore`` (pgvector) in production. A store built with an
+embedding index (``index={"embed": embeddings, "dims": ...}``, any LangChain
+``Embeddings``) is searched semantically; without one, memories are ranked
+lexically (BM25), offline and with no model.
+
+Each scope (a tuple such as ``(tenant_id, user_id)``, read from the run's
+``config["configurable"]``) has its own namespace, ``("lgctx_memory", *scope)``,
+and every search also filters on the exact scope, so a scope never sees
+another's memories, not even a nested one's::
+
+    bank = MemoryBank(InMemoryStore(), scope_keys=("user_id",))
+    bank.remember(("alice",), "Prefers invoices in EUR.", level="principle")
+    bank.search(("alice",), "which currency for the invoice?")
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, get_args
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.retrieval.text import bm25
+
+Level = Literal["observation", "pattern", "principle", "framework"]
+LEVELS: tuple[Level, ...] = get_args(Level)
+DEFAULT_BOOSTS: Mapping[Level, float] = {
+    "observation": 1.0,
+    "pattern": 1.15,
+    "principle": 1.3,
+    "framework": 1.45,
+}
+"""Multipliers on relevance: a framework that is 70% as relevant as an observation wins."""
+ROOT = "lgctx_memory"
+SESSIONS = "lgctx_sessions"
+
+Scope = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory, as stored or as found by a search."""
+
+    key: str
+    text: str
+    level: Level
+    source: str
+    scope: Scope
+    relevance: float = 0.0
+    """Similarity to the query: cosine from the store's index, or BM25 scaled to [0, 1]."""
+    score: float = 0.0
+    """``relevance * boost[level]``: the order recall includes memories in."""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """What :meth:`MemoryBank.finish_session` stored for a task."""
+
+    task_key: str
+    text: str
+    thread_id: str | None
+
+
+class MemoryBank:
+    """Memories in a store: write, search, and session summaries for warming.
+
+    Args:
+        store: any LangGraph store. Default: an ``InMemoryStore`` without index.
+        scope_keys: the ``config["configurable"]`` keys whose values make a
+            run's scope, outermost first, e.g. ``("tenant_id", "user_id")``.
+            A run lacking any of them has no scope: recall skips it and the
+            ``remember`` tool refuses to write.
+        boosts: per-level multipliers, merged over :data:`DEFAULT_BOOSTS`;
+            must be positive and must not decrease from observation to framework.
+        candidates: memories a search returns at most (before the token budget).
+        lexical_scan: without an index, memories of a scope ranked per search
+            at most (the store's first ones). Give a large scope an index.
+    """
+
+    def __init__(
+        self,
+        store: BaseStore | None = None,
+        *,
+        scope_keys: Sequence[str] = ("user_id",),
+        boosts: Mapping[Level, float] | None = None,
+        candidates: int = 20,
+        lexical_scan: int = 2_000,
+    ) -> None:
+        if isinstance(scope_keys, str) or not scope_keys:
+            raise ConfigurationError(
+                "MemoryBank.scope_keys", f"need a non-empty tuple of keys, got {scope_keys!r}"
+            )
+        merged = {**DEFAULT_BOOSTS, **(boosts or {})}
+        if set(merged) != set(LEVELS):
+            raise ConfigurationError(
+                "MemoryBank.boosts",
+                f"unknown level(s) {sorted(set(merged) - set(LEVELS))}; levels are {list(LEVELS)}",
+            )
+        values = [merged[level] for level in LEVELS]
+        if any(v <= 0 for v in values) or values != sorted(values):
+            raise ConfigurationError(
+                "MemoryBank.boosts",
+                f"must be positive and non-decreasing over {list(LEVELS)}, got {values}",
+            )
+        for field, value in (("candidates", candidates), ("lexical_scan", lexical_scan)):
+            if value < 1:
+                raise ConfigurationError(f"MemoryBank.{field}", f"must be >= 1, got {value}")
+        self.store: BaseStore = store if store is not None else InMemoryStore()
+        self.scope_keys = tuple(scope_keys)
+        self.boosts: Mapping[Level, float] = merged
+        self.candidates = candidates
+        self.lexical_scan = lexical_scan
+
+    @property
+    def semantic(self) -> bool:
+        """Whether the store has an embedding index (else ranking is lexical)."""
+        return bool(getattr(self.store, "index_config", None))
+
+    def scope(self, config: RunnableConfig | None) -> Scope | None:
+        """The scope a run's config names, or ``None`` when a scope key is missing."""
+        configurable = (config or {}).get("configurable") or {}
+        values = [configurable.get(k) for k in self.scope_keys]
+        if any(v is None or str(v) == "" for v in values):
+            return None
+        return tuple(str(v) for v in values)
+
+    # -- writing -------------------------------------------------------------
+
+    def remember(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        level: Level = "observation",
+        source: str = "api",
+        key: str | None = None,
+    ) -> Memory:
+        """Store a memory (idempotent: the same text and level keep one key)."""
+        memory, value = self._new(scope, text, level, source, key)
+        self.store.put(namespace(ROOT, scope), memory.key, value, index=["text"])
+        return memory
+
+    async def aremember(
+        self,
+        scope: Scope,
+        text: str,
+        *,
+        level: Level = "observation",
+        source: str = "api",
+        key: str | None = None,
+    ) -> Memory:
+        """Async :meth:`remember`."""
+        memory, value = self._new(scope, text, level, source, key)
+        await self.store.aput(namespace(ROOT, scope), memory.key, value, index=["text"])
+        return memory
+
+    def finish_session(
+        self, scope: Scope, task_key: str, summary: str, *, thread_id: str | None = None
+    ) -> None:
+        """Store a finished session's summary: the next session on ``task_key`` starts with it.
+
+        One summary per task and scope; a later one replaces it. ``thread_id``
+        (the finished session's) keeps the summary out of that session itself.
+        """
+        self.store.put(*self._session(scope, task_key, summary, thread_id), index=False)
+
+    async def afinish_session(
+        self, scope: Scope, task_key: str, summary: str, *, thread_id: str | None = None
+    ) -> None:
+        """Async :meth:`finish_session`."""
+        await self.store.aput(*self._session(scope, task_key, summary, thread_id), index=False)
+
+    # -- reading -------------------------------------------------------------
+
+    def search(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
+        """The scope's memories for ``query``, best ``score`` first."""
+        if not query.strip():
+            return []
+        ns, args = self._search_args(scope, query)
+        items = self.store.search(ns, **args)
+        return self._rank(scope, query, items, limit)
+
+    async def asearch(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
+        """Async :meth:`search`."""
+        if not query.strip():
+            return []
+        ns, args = self._search_args(scope, query)
+        items = await self.store.asearch(ns, **args)
+        return self._rank(scope, query, items, limit)
+
+    def session_summary(self, scope: Scope, task_key: str) -> SessionSummary | None:
+        """The last finished session's summary on ``task_key``, if any."""
+        ns = namespace(SESSIONS, scope)
+        return _as_summary(self.store.get(ns, _digest(task_key)), scope)
+
+    async def asession_summary(self, scope: Scope, task_key: str) -> SessionSummary | None:
+        """Async :meth:`session_summary`."""
+        ns = namespace(SESSIONS, scope)
+        return _as_summary(await self.store.aget(ns, _digest(task_key)), scope)
+
+    # -- internals -----------------------------------------------------------
+
+    def _new(
+        self, scope: Scope, text: str, level: str, source: str, key: str | None
+    ) -> tuple[Memory, dict[str, Any]]:
+        _check_scope(scope)
+        if level not in LEVELS:
+            raise ConfigurationError("level", f"must be one of {list(LEVELS)}, got {level!r}")
+        if not text.strip():
+            raise ConfigurationError("text", "a memory needs some text")
+        lvl: Level = level
+        memory = Memory(key or _digest(f"{level}\x00{text}"), text, lvl, source, scope)
+        value = {"text": text, "level": lvl, "source": source, "scope": list(scope)}
+        return memory, {**value, "created_at": _now()}
+
+    def _session(
+        self, scope: Scope, task_key: str, summary: str, thread_id: str | None
+    ) -> tuple[tuple[str, ...], str, dict[str, Any]]:
+        _check_scope(scope)
+        value: dict[str, Any] = {"task_key": task_key, "summary": summary, "thread_id": thread_id}
+        value |= {"scope": list(scope), "created_at": _now()}
+        return namespace(SESSIONS, scope), _digest(task_key), value
+
+    def _search_args(self, scope: Scope, query: str) -> tuple[tuple[str, ...], dict[str, Any]]:
+        _check_scope(scope)
+        args: dict[str, Any] = {"filter": {"scope": list(scope)}}
+        if self.semantic:
+            args.update(query=query, limit=self.candidates)
+        else:
+            args.update(limit=self.lexical_scan)
+        return namespace(ROOT, scope), args
+
+    def _rank(
+        self, scope: Scope, query: str, items: Sequence[SearchItem], limit: int | None
+    ) -> list[Memory]:
+        texts = [str(it.value.get("text", "")) for it in items]
+        if self.semantic:
+            relevance = [max(0.0, float(it.score or 0.0)) for it in items]
+        else:
+            relevance = bm25(query, texts)
+        found: list[Memory] = []
+        for item, text, rel in zip(items, texts, relevance, strict=True):
+            level = item.value.get("level")
+            if rel <= 0.0 or level not in LEVELS or item.value.get("scope") != list(scope):
+                continue
+            lvl: Level = level
+            source = str(item.value.get("source", ""))
+            found.append(Memory(item.key, text, lvl, source, scope, rel, rel * self.boosts[lvl]))
+        found.sort(key=lambda m: m.score, reverse=True)
+        return found[: limit or self.candidates]
+
+
+def remember_tool(bank: MemoryBank, *, name: str = "remember") -> BaseTool:
+    """A tool the agent calls to store a memory in the run's scope.
+
+    The scope comes from the run's ``config["configurable"]`` (``bank.scope_keys``),
+    never from the model's arguments, so an agent cannot write into another
+    user's memory. A run without a scope gets a tool error, nothing is written.
+    """
+
+    def scope_of(config: RunnableConfig) -> Scope:
+        scope = bank.scope(config)
+        if scope is None:
+            keys = ", ".join(bank.scope_keys)
+            raise ToolException(f"cannot remember: this run has no memory scope ({keys} unset)")
+        return scope
+
+    def run(text: str, config: RunnableConfig, level: Level = "observation") -> str:
+        memory = bank.remember(scope_of(config), text, level=level, source="agent")
+        return f"Remembered as {memory.level} ({memory.key})."
+
+    async def arun(text: str, config: RunnableConfig, level: Level = "observation") -> str:
+        memory = await bank.aremember(scope_of(config), text, level=level, source="agent")
+        return f"Remembered as {memory.level} ({memory.key})."
+
+    description = (
+        "Store something worth knowing in later conversations with this user. level: "
+        "'observation' (a single fact), 'pattern' (something that recurs), 'principle' (a rule "
+        "to follow) or 'framework' (a way to approach a whole kind of task)."
+    )
+    return StructuredTool.from_function(
+        func=run, coroutine=arun, name=name, description=description, handle_tool_error=True
+    )
+
+
+# -- namespaces --------------------------------------------------------------
+
+
+def namespace(root: str, scope: Scope) -> tuple[str, ...]:
+    """``(root, *scope)``, each label escaped: stores forbid '.' and NUL in labels."""
+    return (root, *(_escape(label) for label in scope))
+
+
+def _escape(label: str) -> str:
+    # Injective: '%' is escaped first, so '%2E' in a label stays distinct from '.'.
+    return label.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
+
+
+def _check_scope(scope: Iterable[Any]) -> None:
+    labels = tuple(scope) if isinstance(scope, tuple) else None
+    if not labels or not all(isinstance(s, str) and s for s in labels):
+        raise ConfigurationError(
+            "scope", f"need a non-empty tuple of non-empty strings, got {scope!r}"
+        )
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _as_summary(item: Item | None, scope: Scope) -> SessionSummary | None:
+    if item is None or item.value.get("scope") != list(scope):
+        return None
+    thread = item.value.get("thread_id")
+    return SessionSummary(
+        task_key=str(item.value.get("task_key", "")),
+        text=str(item.value.get("summary", "")),
+        thread_id=None if thread is None else str(thread),
+    )

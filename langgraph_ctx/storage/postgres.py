@@ -1,0 +1,300 @@
+"""The archive and the event log in PostgreSQL (tables from ``langgraph-ctx migrate``).
+
+Both take a psycopg pool, sync or async, usually the checkpointer's own::
+
+    with checkpointer_from_url(url) as saver:
+        archive = PostgresArchive(saver.conn)
+        events = PostgresEventSink(saver.conn)
+
+or a URL, in which case they open (and own) a small pool. With a sync pool
+the async methods run in a worker thread; with an async pool the sync
+methods run on the pool's event loop from other threads (as LangGraph's
+``AsyncPostgresSaver`` does) and refuse to run on that loop itself.
+
+Writes are idempotent (``ON CONFLICT DO NOTHING``): LangGraph re-runs the step
+that was in flight when a process died, and the re-run writes the same keys.
+Every read names the thread and namespace: one session never sees another's rows.
+psycopg is imported only when one of these is built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
+
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.state import LedgerEntry
+from langgraph_ctx.storage import _pgconn as pgconn
+from langgraph_ctx.storage._base import Closing
+from langgraph_ctx.storage.archive import _check
+from langgraph_ctx.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    pass
+
+_dumps = partial(json.dumps, default=str)
+
+
+class _PgTable(Closing):
+    """A pool (sync or async) plus the four primitives every table here needs."""
+
+    what = "table"
+
+    def __init__(self, conn: Any, *, max_size: int = 4) -> None:
+        """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, or a URL."""
+        from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+        self._owned = isinstance(conn, str)
+        if isinstance(conn, str):
+            conn = pgconn.open_pool(conn, max_size=max_size)
+        self._pool: ConnectionPool[Any] | None = None
+        self._apool: AsyncConnectionPool[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if isinstance(conn, ConnectionPool):
+            self._pool = conn
+        elif isinstance(conn, AsyncConnectionPool):
+            self._apool = conn
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._loop = None  # sync calls need it; async ones do not
+        else:
+            raise ConfigurationError(
+                type(self).__name__,
+                f"expected a psycopg pool or a URL, got {type(conn).__name__}",
+            )
+
+    # -- primitives --------------------------------------------------------
+
+    def _write(self, sql: str, params: Sequence[Any]) -> None:
+        self._sync(self._awrite, sql, params, fn=lambda conn: conn.execute(sql, params))
+
+    async def _awrite(self, sql: str, params: Sequence[Any]) -> None:
+        if self._apool is None:
+            await asyncio.to_thread(self._write, sql, params)
+            return
+        try:
+            async with self._apool.connection() as conn:
+                await conn.execute(sql, params)
+        except _errors() as exc:
+            raise self._failed(exc) from exc
+
+    def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+        result: builtins.list[dict[str, Any]] = self._sync(
+            self._aread, sql, params, fn=lambda conn: _read(conn, sql, params)
+        )
+        return result
+
+    async def _aread(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+        if self._apool is None:
+            return await asyncio.to_thread(self._read, sql, params)
+        from psycopg.rows import dict_row
+
+        try:
+            async with (
+                self._apool.connection() as conn,
+                conn.cursor(row_factory=dict_row) as cur,
+            ):
+                await cur.execute(sql, params)
+                rows: builtins.list[dict[str, Any]] = await cur.fetchall()
+                return rows
+        except _errors() as exc:
+            raise self._failed(exc) from exc
+
+    def _sync(self, afn: Any, *args: Any, fn: Any) -> Any:
+        if self._pool is not None:
+            try:
+                with self._pool.connection() as conn:
+                    return fn(conn)
+            except _errors() as exc:
+                raise self._failed(exc) from exc
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self._loop is None or running is self._loop:
+            raise ContextRunError(
+                f"{type(self).__name__} has an async pool: call its async methods "
+                "(aput, alist, awrite, ...) from the event loop, or pass a sync pool"
+            )
+        return asyncio.run_coroutine_threadsafe(afn(*args), self._loop).result()
+
+    def _failed(self, exc: BaseException) -> ContextRunError:
+        return ContextRunError(f"{self.what} in PostgreSQL failed: {type(exc).__name__}: {exc}")
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the pool if this object opened it (never a pool you passed in)."""
+        if self._owned and self._pool is not None:
+            self._pool.close()
+
+
+def _read(conn: Any, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+    from psycopg.rows import dict_row
+
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(sql, params)
+        rows: builtins.list[dict[str, Any]] = cur.fetchall()
+        return rows
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    import psycopg
+
+    return (psycopg.Error,)
+
+
+def _jsonb(value: Any) -> Any:
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(value, dumps=_dumps)
+
+
+# One statement per batch: one round trip and one commit, whatever the batch size.
+# WITH ORDINALITY ... ORDER BY: positions follow the batch's order.
+_PUT = """
+INSERT INTO lgctx_archive (thread_id, namespace, message_id, role, content, tokens, reason)
+SELECT %s, %s, u.message_id, u.role, u.content, u.tokens, %s
+FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::integer[])
+    WITH ORDINALITY AS u(message_id, role, content, tokens, n)
+ORDER BY u.n
+ON CONFLICT DO NOTHING
+"""
+_GET = (
+    "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s AND message_id = %s"
+)
+_LIST = (
+    "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
+)
+_SIZE = (
+    "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS tokens FROM lgctx_archive"
+    " WHERE thread_id = %s"
+)
+
+
+class PostgresArchive(_PgTable):
+    """A :class:`~langgraph_ctx.storage.archive.MessageArchive` in ``lgctx_archive``."""
+
+    what = "archive"
+
+    def __init__(
+        self, conn: Any, *, counter: TokenCounter | None = None, max_size: int = 4
+    ) -> None:
+        super().__init__(conn, max_size=max_size)
+        self._counter = counter or TokenCounter()
+
+    def _params(
+        self, thread_id: str, messages: Sequence[BaseMessage], reason: str, namespace: str
+    ) -> tuple[Any, ...]:
+        _check(thread_id, messages)
+        return (
+            thread_id,
+            namespace,
+            reason,
+            [m.id for m in messages],
+            [m.type for m in messages],
+            [_jsonb(d) for d in messages_to_dict(messages)],
+            [self._counter.count_message(m) for m in messages],
+        )
+
+    def put(
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
+    ) -> None:
+        if messages:
+            self._write(_PUT, self._params(thread_id, messages, reason, namespace))
+
+    async def aput(
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
+    ) -> None:
+        if messages:
+            await self._awrite(_PUT, self._params(thread_id, messages, reason, namespace))
+
+    def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
+        rows = self._read(_GET, (thread_id, namespace, message_id))
+        return _decode(rows)[0] if rows else None
+
+    async def aget(
+        self, thread_id: str, message_id: str, *, namespace: str = ""
+    ) -> BaseMessage | None:
+        rows = await self._aread(_GET, (thread_id, namespace, message_id))
+        return _decode(rows)[0] if rows else None
+
+    def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
+        return _decode(self._read(_LIST, (thread_id, namespace)))
+
+    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
+        return _decode(await self._aread(_LIST, (thread_id, namespace)))
+
+    def size(self, thread_id: str) -> tuple[int, int]:
+        """(rows, tokens) archived for ``thread_id``, all namespaces."""
+        row = self._read(_SIZE, (thread_id,))[0]
+        return int(row["n"]), int(row["tokens"])
+
+
+def _decode(rows: Sequence[dict[str, Any]]) -> builtins.list[BaseMessage]:
+    return messages_from_dict([r["content"] for r in rows])
+
+
+_EVENT = """
+INSERT INTO lgctx_events (thread_id, namespace, seq, kind, node, ts, data)
+SELECT %s, %s, u.seq, u.kind, u.node, to_timestamp(u.ts), u.data
+FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::jsonb[])
+    AS u(seq, kind, node, ts, data)
+ON CONFLICT DO NOTHING
+"""
+_EVENTS = (
+    "SELECT seq, kind, node, extract(epoch FROM ts)::float8 AS ts, data FROM lgctx_events"
+    " WHERE thread_id = %s AND namespace = %s ORDER BY seq"
+)
+
+
+class PostgresEventSink(_PgTable):
+    """An :class:`~langgraph_ctx.pipeline.EventSink` into ``lgctx_events``."""
+
+    what = "event log"
+
+    def write(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None:
+        if entries:
+            self._write(_EVENT, _event_params(thread_id, namespace, entries))
+
+    async def awrite(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None:
+        if entries:
+            await self._awrite(_EVENT, _event_params(thread_id, namespace, entries))
+
+    def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
+        """Every event of one thread and namespace, in ``seq`` order."""
+        return [_entry(r) for r in self._read(_EVENTS, (thread_id, namespace))]
+
+    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
+        return [_entry(r) for r in await self._aread(_EVENTS, (thread_id, namespace))]
+
+
+def _event_params(
+    thread_id: str, namespace: str, entries: Sequence[LedgerEntry]
+) -> tuple[Any, ...]:
+    return (
+        thread_id,
+        namespace,
+        [e["seq"] for e in entries],
+        [e["kind"] for e in entries],
+        [e["node"] for e in entries],
+        [float(e["ts"]) for e in entries],
+        [_jsonb(e["data"]) for e in entries],
+    )
+
+
+def _entry(row: dict[str, Any]) -> LedgerEntry:
+    return LedgerEntry(
+        seq=int(row["seq"]),
+        kind=str(row["kind"]),
+        node=str(row["node"]),
+        ts=float(row["ts"]),
+        data=dict(row["data"]),
+    )
