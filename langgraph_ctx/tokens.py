@@ -12,8 +12,11 @@ import json
 import logging
 import math
 import re
+import threading
+from array import array
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
@@ -194,85 +197,159 @@ class Calibration:
         return tokens if self.samples == 0 else math.ceil(tokens * self.ratio)
 
 
-@dataclass
 class MessageTokenCache:
     """Per-session token counts of the message history, updated incrementally.
 
-    It remembers the exact message objects it counted, in order, with running
-    totals. On the next call, if the new list starts with those same objects
-    (the usual case: the history only grew), only the new tail is counted; the
-    prefix check is a single C-level list comparison on object identity. Any
-    other change (a removal, a replacement, a resumed session with fresh
-    objects) falls back to the longest common prefix, and cached per-id counts
-    make even that a lookup rather than a re-tokenization.
+    What it keeps, and why:
+
+    - always, a key per counted message (a hash of what its count depends on:
+      type, content, tool calls) and the running totals: 16 bytes a message,
+      however long the messages are. That is all an idle session costs;
+    - while the session is one of the few most recently used in this process
+      (:data:`ACTIVE_SESSIONS`), also the message objects of its last call and
+      a key -> count map. The objects let the usual case (the history only
+      grew, and the framework handed back the same objects: several model
+      calls in one step, or no checkpointer) compare the prefix by identity in
+      C and count only the tail. They are let go when the session goes idle,
+      so a process serving many threads does not keep their histories alive.
+
+    A checkpointed graph hands each step freshly deserialized messages. Then
+    each message's key is recomputed (a hash of its content string, in C:
+    far below tokenizing it, and below what deserializing it cost the
+    checkpointer), the longest prefix of equal keys keeps its running total,
+    and the rest is looked up by key: only messages never seen are tokenized.
+
+    The key is the content, not the message id: a message edited in place
+    (same id, new content) is recounted, and two messages with the same
+    content share a count, since the count depends on nothing else.
     """
 
-    counter: TokenCounter
-    _seen: list[BaseMessage] = field(default_factory=list)
-    _running: list[int] = field(default_factory=list)  # _running[i] = sum of counts[0..i]
-    _by_id: dict[str, tuple[int, int]] = field(default_factory=dict)  # id -> (fingerprint, count)
-    counted: int = 0
-    """How many messages have been tokenized (not looked up) so far: a test hook."""
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._keys = array("q")  # key of each counted message, in history order
+        self._running = array("q")  # running total after each of them
+        self._seen: list[BaseMessage] = []  # the last call's objects, while active
+        self._by_key: dict[int, int] | None = None  # key -> count, while active
+        self.counted = 0
+        """How many messages have been tokenized (not looked up) so far: a test hook."""
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
+        """Tokens of ``messages``, counting only what was not counted before."""
+        _activate(self)
         n = len(self._seen)
-        # The usual case, the history only grew: compare the prefix by identity
-        # (list equality tries `is` first, in C) and count just the tail.
+        # Same objects as last time, history only grew: a C-level identity compare.
         if (
             n
             and len(messages) >= n
             and messages[n - 1] is self._seen[-1]
             and messages[:n] == self._seen
         ):
-            return self._extend(messages, n)
-        return self._extend(messages, self._common_prefix(messages))
+            return self._extend(messages, n, [message_key(m) for m in messages[n:]])
+        keys = [message_key(m) for m in messages]
+        keep = _common_prefix(self._keys, keys)
+        if keep < len(self._keys):
+            self._counts()  # the counts of what is cut off may serve the new tail
+            del self._keys[keep:]
+            del self._running[keep:]
+        self._seen = list(messages[:keep])
+        return self._extend(messages, keep, keys[keep:])
 
     def count_of(self, message: BaseMessage) -> int:
         """The (cached) token count of one message."""
-        key = message.id
-        if key is not None:
-            hit = self._by_id.get(key)
-            if hit is not None and hit[0] == _fingerprint(message):
-                return hit[1]
-        tokens = self.counter.count_message(message)
-        self.counted += 1
-        if key is not None:
-            self._by_id[key] = (_fingerprint(message), tokens)
-        return tokens
+        _activate(self)
+        counts = self._counts()
+        key = message_key(message)
+        count = counts.get(key)
+        if count is None:
+            count = self.counter.count_message(message)
+            self.counted += 1
+            counts[key] = count
+        return count
 
     def forget(self, ids: Sequence[str]) -> None:
-        """Drop cached counts of messages that left the history (archived)."""
-        for i in ids:
-            self._by_id.pop(i, None)
+        """Messages left the history (archived): let go of counts it no longer uses.
 
-    def _common_prefix(self, messages: Sequence[BaseMessage]) -> int:
-        keep = 0
-        for old, new in zip(self._seen, messages, strict=False):
-            if old is not new:
-                break
-            keep += 1
-        del self._seen[keep:]
-        del self._running[keep:]
-        return keep
+        Counts are keyed by content, not id, so this keeps exactly the counts
+        of the history as last counted.
+        """
+        if self._by_key is not None:
+            self._by_key = None
+            self._counts()
 
-    def _extend(self, messages: Sequence[BaseMessage], start: int) -> int:
+    def release(self) -> None:
+        """Go idle: drop the message objects and the count map, keep keys and totals."""
+        self._seen = []
+        self._by_key = None
+
+    def _counts(self) -> dict[int, int]:
+        if self._by_key is None:
+            # Rebuilt from the arrays: once per activation, or after an edit.
+            running, previous = self._running, 0
+            by_key: dict[int, int] = {}
+            for key, total in zip(self._keys, running, strict=True):
+                by_key[key] = total - previous
+                previous = total
+            self._by_key = by_key
+        return self._by_key
+
+    def _extend(self, messages: Sequence[BaseMessage], start: int, keys: list[int]) -> int:
         total = self._running[start - 1] if start else 0
-        for m in messages[start:]:
-            total += self.count_of(m)
-            self._seen.append(m)
+        counts = self._counts() if keys else {}
+        for m, key in zip(messages[start:], keys, strict=True):
+            count = counts.get(key)
+            if count is None:
+                count = self.counter.count_message(m)
+                self.counted += 1
+                counts[key] = count
+            total += count
+            self._keys.append(key)
             self._running.append(total)
+        self._seen.extend(messages[start:])
+        if len(counts) > 2 * len(self._keys) + 256:
+            self.forget(())  # bounded by the history it serves, not all ever seen
         return total
 
 
-def _fingerprint(message: BaseMessage) -> int:
-    # Guards against a message replaced under the same id with new content.
-    # A str caches its own hash, so for a message we have seen this is O(1).
+ACTIVE_SESSIONS = 4
+"""How many caches keep their message objects and count map at once, per process."""
+_active: OrderedDict[int, MessageTokenCache] = OrderedDict()
+_active_lock = threading.Lock()
+
+
+def _activate(cache: MessageTokenCache) -> None:
+    with _active_lock:
+        key = id(cache)
+        if key in _active:
+            _active.move_to_end(key)
+            return
+        _active[key] = cache
+        while len(_active) > ACTIVE_SESSIONS:
+            _active.popitem(last=False)[1].release()
+
+
+def message_key(message: BaseMessage) -> int:
+    """A hash of everything a message's token count depends on.
+
+    ``str`` caches its own hash, so for an object already keyed this is O(1),
+    and for a fresh one a single pass over the content in C.
+    """
     content = message.content
-    calls = getattr(message, "tool_calls", None)
-    return hash(
-        (
-            message.type,
-            content if isinstance(content, str) else repr(content),
-            repr(calls) if calls else None,
-        )
-    )
+    text = content if isinstance(content, str) else repr(content)
+    # Only AI messages have tool calls; a getattr miss on a pydantic model is slow.
+    calls = message.tool_calls if message.type == "ai" else None  # type: ignore[attr-defined]
+    return hash((message.type, text, repr(calls) if calls else None))
+
+
+def _common_prefix(old: array[int], new: list[int]) -> int:
+    """How many leading keys ``old`` and ``new`` share."""
+    n = min(len(old), len(new))
+    if old[:n].tolist() == new[:n]:  # the usual case, compared in C
+        return n
+    lo, hi = 0, n  # the first difference, by bisection on C-level slice compares
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if old[lo : mid + 1].tolist() == new[lo : mid + 1]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -115,6 +115,53 @@ def test_cache_survives_removal_and_fresh_objects_without_retokenizing(exact: To
     assert cache.counted == 200
 
 
+def test_fresh_objects_from_a_checkpoint_are_looked_up_not_retokenized(
+    exact: TokenCounter,
+) -> None:
+    # A checkpointed graph hands every step freshly deserialized messages.
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    serde = JsonPlusSerializer()
+    cache = MessageTokenCache(exact)
+    msgs = history(200)
+    cache.total(msgs)
+    for i in range(5):
+        msgs = serde.loads_typed(serde.dumps_typed(msgs))  # a reload: same ids, new objects
+        msgs = [*msgs, HumanMessage(f"turn {i}", id=f"t{i}")]
+        assert cache.total(msgs) == exact.count_messages(msgs)
+    assert cache.counted == 405  # each message tokenized once, reloads or not
+
+
+def test_an_edit_that_keeps_the_length_is_recounted(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    msgs = [HumanMessage("hello there", id="h"), AIMessage("fine", id="a")]
+    cache.total(msgs)
+    edited = [msgs[0].model_copy(update={"content": "HELLO, you!"}), msgs[1]]  # same id, length
+    assert len(edited[0].text) == len(msgs[0].text)
+    assert cache.total(edited) == exact.count_messages(edited) != exact.count_messages(msgs)
+
+
+def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:
+    import gc
+    import weakref
+
+    from langgraph_ctx import tokens
+
+    idle = MessageTokenCache(exact)
+    msgs = history(50)
+    idle.total(msgs)
+    probe = weakref.ref(msgs[-1])
+    others = [MessageTokenCache(exact) for _ in range(tokens.ACTIVE_SESSIONS)]
+    for other in others:  # other sessions run: this one goes idle
+        other.total(history(2))
+    del msgs
+    gc.collect()
+    assert probe() is None  # its messages were let go
+    assert len(idle._keys) == 100  # its counts were not: the next call costs no tokenizing
+    again = history(50)
+    assert idle.total(again) == exact.count_messages(again) and idle.counted == 100
+
+
 edit = st.one_of(
     st.tuples(st.just("append"), st.text(max_size=40)),
     st.tuples(st.just("remove"), st.integers(0, 50)),
