@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.storage import _pgconn as pgconn
-from langgraph_ctx.storage.migrations import (
+from langgraph_ctx.storage._versions import (
     VERSIONS_DDL,
     Migration,
     MigrationStatus,
+    Recorded,
     compare,
     iso,
     refuse_changes,
@@ -73,7 +74,7 @@ def postgres_status(db: DatabaseURL, found: Sequence[Migration]) -> MigrationSta
         return MigrationStatus(db.redacted, compare(found, _recorded(conn)), _langgraph(conn))
 
 
-def _recorded(conn: psycopg.Connection[Any]) -> dict[int, tuple[str, str, str | None]]:
+def _recorded(conn: psycopg.Connection[Any]) -> Recorded:
     if not _exists(conn, "lgctx_schema_versions"):
         return {}
     rows = conn.execute("SELECT version, name, checksum, applied_at FROM lgctx_schema_versions")
