@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -181,31 +182,37 @@ class SubAgents:
             self._graphs[name] = builder.compile(name=name)
         return self._graphs[name]
 
+    def run(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Run sub-agent ``name`` on ``task``; never raises for the child's failures."""
+        child = self._prepare(name, task, inputs, config)
+        if child.outcome is None:
+            with child.capture():
+                child.conclude(self.graph(name).invoke(child.input, child.config))
+        return child.result()
+
+    async def arun(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Async :meth:`run`."""
+        child = self._prepare(name, task, inputs, config)
+        if child.outcome is None:
+            with child.capture():
+                child.conclude(await self.graph(name).ainvoke(child.input, child.config))
+        return child.result()
+
     def _prepare(
         self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> tuple[SubAgentSpec | None, Any, RunnableConfig, SubAgentResult | None]:
+    ) -> _Delegation:
         spec = self._by_name.get(name)
         if spec is None:
-            return (
-                None,
-                None,
-                config,
-                self._failure(
-                    name, "failed", f"no sub-agent named {name!r}; known: {sorted(self._by_name)}"
-                ),
-            )
+            why = f"no sub-agent named {name!r}; known: {sorted(self._by_name)}"
+            return _Delegation.refused(name, "failed", why)
         depth = int(config.get("configurable", {}).get(DEPTH_KEY, 0)) + 1
         if depth > self.max_depth:
-            return (
-                spec,
-                None,
-                config,
-                self._failure(
-                    name,
-                    "depth_exceeded",
-                    f"delegation depth {depth} exceeds the limit {self.max_depth}",
-                ),
-            )
+            why = f"delegation depth {depth} exceeds the limit {self.max_depth}"
+            return _Delegation.refused(name, "depth_exceeded", why)
         body = (
             task if not inputs else f"{task}\n\nInputs (JSON):\n{json.dumps(inputs, default=str)}"
         )
@@ -217,44 +224,7 @@ class SubAgents:
                 "recursion_limit": 3 * spec.max_steps + 2,
             },
         )
-        return spec, {"messages": [HumanMessage(body)]}, child_config, None
-
-    def run(
-        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> SubAgentResult:
-        """Run sub-agent ``name`` on ``task``; never raises for the child's failures."""
-        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
-        if early is not None:
-            return early
-        assert spec is not None
-        try:
-            state = self.graph(name).invoke(child_input, child_config)
-        except GraphRecursionError:
-            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
-        except Exception as exc:  # the child's failure is the parent's information
-            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
-        return self._result(spec, state)
-
-    async def arun(
-        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> SubAgentResult:
-        """Async :meth:`run`."""
-        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
-        if early is not None:
-            return early
-        assert spec is not None
-        try:
-            state = await self.graph(name).ainvoke(child_input, child_config)
-        except GraphRecursionError:
-            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
-        except Exception as exc:
-            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
-        return self._result(spec, state)
-
-    def _failure(self, name: str, status: Status, why: str) -> SubAgentResult:
-        return SubAgentResult(
-            agent=name, status=status, output=None, summary=why, confidence=0.0, caveats=[why]
-        )
+        return _Delegation(name, {"messages": [HumanMessage(body)]}, child_config, spec, self)
 
     def _result(self, spec: SubAgentSpec, state: Mapping[str, Any]) -> SubAgentResult:
         messages: list[BaseMessage] = state.get("messages") or []
@@ -414,3 +384,47 @@ class SubAgents:
             return finish(await self.arun(name, *task(state), config))
 
         return RunnableLambda(run, afunc=arun, name=name)
+
+
+@dataclass
+class _Delegation:
+    """One child run: what it is given, then how it ended. ``run`` and ``arun`` differ
+    only in how they invoke the child; everything else about a run is here."""
+
+    name: str
+    input: Any
+    config: RunnableConfig
+    spec: SubAgentSpec | None = None
+    agents: SubAgents | None = None
+    outcome: SubAgentResult | None = None
+
+    @classmethod
+    def refused(cls, name: str, status: Status, why: str) -> _Delegation:
+        return cls(name, None, {}, outcome=_failure(name, status, why))
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        """Turn the child's exception into its result: its failure is the parent's information."""
+        assert self.spec is not None
+        try:
+            yield
+        except GraphRecursionError:
+            self.outcome = _failure(
+                self.name, "step_limit", f"stopped after {self.spec.max_steps} steps"
+            )
+        except Exception as exc:
+            self.outcome = _failure(self.name, "failed", f"{type(exc).__name__}: {exc}")
+
+    def conclude(self, state: Mapping[str, Any]) -> None:
+        assert self.spec is not None and self.agents is not None
+        self.outcome = self.agents._result(self.spec, state)
+
+    def result(self) -> SubAgentResult:
+        assert self.outcome is not None
+        return self.outcome
+
+
+def _failure(name: str, status: Status, why: str) -> SubAgentResult:
+    return SubAgentResult(
+        agent=name, status=status, output=None, summary=why, confidence=0.0, caveats=[why]
+    )
