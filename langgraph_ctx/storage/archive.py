@@ -36,12 +36,7 @@ class MessageArchive(Protocol):
     """Where messages removed from active state are kept, by thread and message id."""
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         """Archive ``messages`` for ``thread_id``; ones already archived are skipped.
 
@@ -52,12 +47,7 @@ class MessageArchive(Protocol):
         ...
 
     async def aput(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None: ...
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
@@ -101,12 +91,7 @@ class InMemoryArchive:
         self._next: dict[str, int] = {}  # thread -> next position, shared by namespaces
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         check_batch(thread_id, messages)
         with self._lock:
@@ -149,12 +134,7 @@ class SQLiteArchive(SQLiteTable):
         self._counter = counter or TokenCounter()
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         check_batch(thread_id, messages)
         if not messages:
