@@ -122,8 +122,9 @@ def create_context_agent(
     if not isinstance(checkpointer, str):
         return builder.compile(checkpointer=checkpointer or InMemorySaver())
     db = parse_url(checkpointer, field="checkpointer")  # names the setting on a bad URL
-    owned = ExitStack()
-    graph = builder.compile(checkpointer=owned.enter_context(checkpointer_from_url(db.url)))
+    with ExitStack() as opened:  # closed at once if compiling fails
+        graph = builder.compile(checkpointer=opened.enter_context(checkpointer_from_url(db.url)))
+        owned = opened.pop_all()
     weakref.finalize(graph, owned.close)  # at collection or exit; never holds the graph
     return graph
 
