@@ -328,40 +328,33 @@ class SubAgents:
         """The ``delegate`` tool: the parent model hands a task to a sub-agent."""
         catalog = "\n".join(f"- {s.name} ({s.kind}): {s.description}" for s in self.specs)
 
-        def delegate(
-            agent: str,
-            task: str,
-            tool_call_id: Annotated[str, InjectedToolCallId],
-            state: Annotated[dict[str, Any], InjectedState],
-            config: RunnableConfig,
-            inputs: dict[str, Any] | None = None,
-        ) -> Command[Any]:
-            result = self.run(agent, task, inputs or {}, config)
-            text, result = self.render(result)
-            return Command(update=self._update(result, text, tool_call_id, state))
+        # The arguments are declared once, in _DelegateCall; the two functions
+        # differ only in running the child with invoke or ainvoke.
+        def delegate(config: RunnableConfig, **call: Any) -> Command[Any]:
+            return self._reply(
+                self.run(call["agent"], call["task"], call.get("inputs") or {}, config), call
+            )
 
-        async def adelegate(
-            agent: str,
-            task: str,
-            tool_call_id: Annotated[str, InjectedToolCallId],
-            state: Annotated[dict[str, Any], InjectedState],
-            config: RunnableConfig,
-            inputs: dict[str, Any] | None = None,
-        ) -> Command[Any]:
-            result = await self.arun(agent, task, inputs or {}, config)
-            text, result = self.render(result)
-            return Command(update=self._update(result, text, tool_call_id, state))
+        async def adelegate(config: RunnableConfig, **call: Any) -> Command[Any]:
+            return self._reply(
+                await self.arun(call["agent"], call["task"], call.get("inputs") or {}, config), call
+            )
 
         return StructuredTool.from_function(
             delegate,
             coroutine=adelegate,
             name="delegate",
+            args_schema=_DelegateCall,
             description=(
                 "Hand a self-contained task to a specialised sub-agent that works in a clean "
                 "context and returns a compact result. Put everything it needs in `task` and "
                 "`inputs` (JSON): it cannot see this conversation. Sub-agents:\n" + catalog
             ),
         )
+
+    def _reply(self, result: SubAgentResult, call: Mapping[str, Any]) -> Command[Any]:
+        text, result = self.render(result)
+        return Command(update=self._update(result, text, call["tool_call_id"], call["state"]))
 
     def node(
         self, name: str, task: Callable[[Mapping[str, Any]], tuple[str, dict[str, Any]]]
@@ -384,6 +377,16 @@ class SubAgents:
             return finish(await self.arun(name, *task(state), config))
 
         return RunnableLambda(run, afunc=arun, name=name)
+
+
+class _DelegateCall(BaseModel):
+    """The ``delegate`` tool's arguments: what the model writes, then what LangGraph injects."""
+
+    agent: str
+    task: str
+    inputs: dict[str, Any] | None = None
+    tool_call_id: Annotated[str, InjectedToolCallId]
+    state: Annotated[dict[str, Any], InjectedState]
 
 
 @dataclass
