@@ -1,8 +1,9 @@
 """Stores from one URL: LangGraph checkpointers (sync and async) and the message archive.
 
-This is the one place that opens a store from a URL: the prebuilt agent, the
-demo and ``inspect`` all come through here, so every opened connection is
-migrated first and closed on exit.
+This is the one place that opens a checkpointer from a URL: the prebuilt
+agent, the demo and ``inspect`` all come through here, so every connection is
+closed on exit and migrated first (unless ``setup=False``, as ``inspect``,
+which only reads, passes).
 
 ::
 
