@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import gc
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from langgraph_ctx.agent import create_context_agent
+from langgraph_ctx.agent.prebuilt import AgentOptions, build_context_agent
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.testing import ScriptedChatModel
 
 
@@ -85,3 +91,52 @@ def test_memory_is_recalled_across_sessions_and_never_checkpointed() -> None:
     assert "Lisbon" not in sent.text  # ...from Ana's scope only
     assert "remember" in sent.tool_names
     assert not any("DHL" in m.text for m in out["messages"])  # ...and never persisted
+
+
+def test_a_checkpointer_url_is_migrated_and_closed_with_the_graph(tmp_path: Path) -> None:
+    path = tmp_path / "agent.sqlite"
+    agent = create_context_agent(
+        ScriptedChatModel(default="ok"), [get_order], think=False, checkpointer=f"sqlite:///{path}"
+    )
+    agent.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
+    conn = agent.checkpointer.conn  # type: ignore[union-attr]
+    with sqlite3.connect(path) as other:  # the package's tables, as `migrate` makes them
+        tables = {r[0] for r in other.execute("SELECT name FROM sqlite_master")}
+    assert {"lgctx_schema_versions", "lgctx_archive", "checkpoints"} <= tables
+    del agent
+    gc.collect()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        conn.execute("SELECT 1")
+
+
+def test_a_saver_passed_in_stays_open(tmp_path: Path) -> None:
+    with checkpointer_from_url(f"sqlite:///{tmp_path / 'a.sqlite'}") as saver:
+        agent = create_context_agent(
+            ScriptedChatModel(default="ok"), think=False, checkpointer=saver
+        )
+        del agent
+        gc.collect()
+        assert saver.conn.execute("SELECT 1").fetchone() == (1,)  # type: ignore[attr-defined]
+
+
+def test_a_bad_checkpointer_url_names_the_setting_and_hides_the_password() -> None:
+    with pytest.raises(ConfigurationError) as info:
+        create_context_agent(
+            ScriptedChatModel(default="ok"), checkpointer="mysql://app:hunter2@db/agents"
+        )
+    assert info.value.field == "checkpointer" and "hunter2" not in str(info.value)
+
+
+def test_both_entry_points_take_the_same_options_and_refuse_unknown_ones() -> None:
+    model = ScriptedChatModel(default="ok")
+    options: AgentOptions = {"think": False, "tool_capacity": 2, "always_include": ["get_order"]}
+    built = build_context_agent(model, [get_order], **options).compile()
+    created = create_context_agent(model, [get_order], **options)
+    assert (
+        set(built.nodes) == set(created.nodes) == {"__start__", "fetch_tools", "call_llm", "tools"}
+    )
+    with pytest.raises(ConfigurationError, match=r"thinkk.*not an option") as info:
+        create_context_agent(model, thinkk=False)  # type: ignore[call-arg]
+    assert info.value.field == "thinkk"
+    with pytest.raises(ConfigurationError, match=r"given to compile\(\)"):
+        build_context_agent(model, checkpointer="memory://")  # type: ignore[call-arg]

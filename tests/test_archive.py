@@ -20,13 +20,9 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.storage.archive import (
-    InMemoryArchive,
-    MessageArchive,
-    SQLiteArchive,
-    archive_from_url,
-    redact_url,
-)
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
+from langgraph_ctx.storage.checkpointers import archive_from_url
+from langgraph_ctx.storage.urls import redact_url
 
 
 def conversation() -> list[BaseMessage]:
@@ -247,9 +243,3 @@ def test_archive_from_url_refuses_unknown_urls_without_leaking_passwords(url: st
     assert info.value.field == "archive_url"
     assert "hunter2" not in str(info.value)
     assert redact_url(url) in str(info.value)
-
-
-def test_redact_url() -> None:
-    assert redact_url("postgresql://bob:hunter2@db:5432/app") == "postgresql://bob:***@db:5432/app"
-    assert redact_url("postgresql://bob@db/app") == "postgresql://bob@db/app"
-    assert redact_url("sqlite:///x.db") == "sqlite:///x.db"

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import format_report, run_demo, sparkline
+from langgraph_ctx.cli._render import sparkline
+from langgraph_ctx.cli.demo import ProgressBar, format_report, run_demo
 
 
 def test_demo_stays_under_the_red_line_and_compresses(tmp_path: Path) -> None:
-    report = run_demo(turns=60, db=tmp_path / "demo.sqlite", window=16_000)
+    shown: list[tuple[float, str]] = []
+    report = run_demo(
+        turns=60,
+        db=tmp_path / "demo.sqlite",
+        window=16_000,
+        progress=lambda done, total, utilization, zone: shown.append((utilization, zone)),
+    )
     assert report.turns_done == 60
     assert report.events.get("compression", 0) >= 2
-    line = Budget.for_window(16_000).red_line / 16_000  # 0.85, capped at the prompt limit
+    budget = Budget.for_window(16_000)
+    line = budget.red_line / 16_000  # 0.85, capped at the prompt limit
     assert max(report.utilization) <= line  # what was sent never crossed red
     assert max(report.measured) > max(report.utilization)  # compression did the lowering
     assert "compressions:" in format_report(report)
+    # Progress shows the zone of the utilization it prints: after compressing, not before.
+    assert len(shown) == 60 and "red" in report.zones
+    assert all(zone == budget.zone(round(u * 16_000)) for u, zone in shown)
+    assert "red" not in {zone for _, zone in shown}
 
 
 def test_demo_resumes_the_same_thread(tmp_path: Path) -> None:
@@ -63,3 +76,43 @@ def test_cli_rejects_bad_turns(capsys: pytest.CaptureFixture[str]) -> None:
 def test_sparkline_scales_to_full_blocks() -> None:
     assert sparkline([0.0, 1.0]) == " █"
     assert len(sparkline([0.5] * 1000, width=50)) == 50
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_is_a_bar_redrawn_in_place() -> None:
+    stream = Terminal()
+    bar = ProgressBar(stream, width=10)
+    for done in range(1, 26):
+        bar(done, 25, 0.5, "green")
+    out = stream.getvalue()
+    assert out.count("\r[") == 25 and out.endswith("\n") and out.count("\n") == 1
+    assert "[##########] 25/25 turns  utilization 0.50 (green)" in out
+
+
+def test_progress_in_a_log_is_a_plain_line_every_ten_turns_and_at_the_end() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(stream)
+    for done in range(13, 26):  # a resumed session: turns 13..25
+        bar(done, 25, 0.61, "green")
+    assert "\r" not in stream.getvalue()
+    assert stream.getvalue().splitlines() == [
+        "turn 20/25 turns  utilization 0.61 (green)",
+        "turn 25/25 turns  utilization 0.61 (green)",
+    ]
+
+
+def test_cli_demo_progress_into_a_pipe_has_no_carriage_returns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["demo", "--turns", "12", "--db", str(tmp_path / "d.sqlite"), "--window", "8000"]
+    assert main([*args, "--plot", str(tmp_path / "u.png")]) == 0
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert [ln.split(" turns")[0] for ln in err.splitlines() if ln.startswith("turn ")] == [
+        "turn 10/12",
+        "turn 12/12",
+    ]

@@ -24,8 +24,11 @@ from langgraph.graph import START, StateGraph
 from langgraph_ctx.errors import ConfigurationError, ContextRunError, ThreadBusyError
 from langgraph_ctx.state import ContextState, LedgerEntry
 from langgraph_ctx.storage._pgconn import open_async_pool, open_pool
-from langgraph_ctx.storage.archive import archive_from_url
-from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
+from langgraph_ctx.storage.checkpointers import (
+    archive_from_url,
+    async_checkpointer_from_url,
+    checkpointer_from_url,
+)
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.storage.migrations import migrate
@@ -155,7 +158,10 @@ def with_path(url: str, dbname: str, user: str | None = None, password: str = ""
     ("url", "words"),
     [
         ("redis://h/0", ["unsupported database URL 'redis://h/0'"]),
-        ("postgresql://bob:hunter2@db:99999/app", ["malformed URL", "bob:***@db:99999"]),
+        (
+            "postgresql://bob:hunter2@db:99999/app",
+            ["malformed postgresql:// URL", "bob:***@db:99999", "port must be a number"],
+        ),
         (
             "postgresql://bob:hunter2@127.0.0.1:1/ledger",
             [

@@ -269,3 +269,16 @@ def test_resume_mid_delegation_after_sigkill(tmp_path: Path) -> None:
     assert out["messages"][-1].text.startswith("Done:")
     assert (tmp_path / "fetch_ledger.log").read_text().count("ran") == 1  # not redone
     assert reconcile_log.read_text().count("ran") == 2  # the step in flight ran again
+
+
+async def test_delegate_without_inputs_sync_and_async() -> None:
+    # The model may leave out the optional `inputs`; both the sync and async tool run.
+    bare = {"name": "delegate", "id": "d1", "args": {"agent": "rates", "task": "Quote RTM-NYC"}}
+    for run in ("invoke", "ainvoke"):
+        subs = SubAgents([spec(model=ScriptedChatModel(default="3.2 USD/kg"))])
+        agent, _ = parent(subs, [AIMessage("", tool_calls=[bare]), "done"])
+        turn = {"messages": [HumanMessage("Quote it")]}
+        config = {"configurable": {"thread_id": run}}
+        out = agent.invoke(turn, config) if run == "invoke" else await agent.ainvoke(turn, config)
+        (result,) = results(out)
+        assert result.status == "ok" and result.output == "3.2 USD/kg"

@@ -11,7 +11,7 @@ from langgraph_ctx.agent.nodes import (
     think_node,
     update_confidence,
 )
-from langgraph_ctx.agent.prebuilt import build_context_agent, create_context_agent
+from langgraph_ctx.agent.prebuilt import AgentOptions, build_context_agent, create_context_agent
 from langgraph_ctx.agent.subagents import (
     ArtifactStore,
     SubAgentResult,
@@ -20,6 +20,7 @@ from langgraph_ctx.agent.subagents import (
 )
 
 __all__ = [
+    "AgentOptions",
     "ArtifactStore",
     "SubAgentResult",
     "SubAgentSpec",

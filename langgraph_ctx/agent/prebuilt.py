@@ -12,9 +12,9 @@ the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
 
 from __future__ import annotations
 
-import sqlite3
+import weakref
 from collections.abc import Sequence
-from pathlib import Path
+from contextlib import ExitStack
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -24,6 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import tools_condition
+from typing_extensions import TypedDict, Unpack
 
 from langgraph_ctx.agent.nodes import (
     ThinkSettings,
@@ -45,27 +46,54 @@ from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.tools import ToolRegistry, tools_node
+
+
+class AgentOptions(TypedDict, total=False):
+    """The keyword options of :func:`create_context_agent` and :func:`build_context_agent`.
+
+    Every one is optional; the default follows each name.
+    """
+
+    system_prompt: str | None
+    """``None``: the agent's prompt has no system message of its own."""
+    summary_model: BaseChatModel | None
+    """``None``: a second, usually smaller, model for summaries; without one the
+    offline extractive summarizer is used."""
+    budget: Budget | None
+    """``None``: read the window from ``model``'s profile."""
+    always_include: Sequence[str]
+    """``()``: tools bound on every call, never evicted."""
+    tool_capacity: int
+    """``16``: most discovered tools kept bound (least recently used go first)."""
+    think: bool
+    """``True``: a structured thought before acting (needs ``with_structured_output``)."""
+    think_model: BaseChatModel | None
+    """``None``: the model for thoughts; ``model`` by default."""
+    think_settings: ThinkSettings | None
+    """``None``: :class:`~langgraph_ctx.agent.nodes.ThinkSettings` defaults."""
+    archive: MessageArchive | None
+    """``None``: where compressed originals go; in memory by default."""
+    events: EventSink | None
+    """``None``: where every context event is also written."""
+    memory: MemoryBank | None
+    """``None``: long-term memory: recall before each ``call_llm`` (within the
+    auxiliary budget, under a timeout), summaries stored as observations, and a
+    ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
+    middleware: Sequence[Middleware]
+    """``()``: more middleware, ordered with the built-ins by priority."""
+    state_schema: type[Any]
+    """``ContextState``, or a TypedDict extending it."""
 
 
 def create_context_agent(
     model: BaseChatModel,
     tools: Sequence[BaseTool] = (),
     *,
-    system_prompt: str | None = None,
-    summary_model: BaseChatModel | None = None,
     checkpointer: BaseCheckpointSaver[Any] | str | None = None,
-    budget: Budget | None = None,
-    always_include: Sequence[str] = (),
-    tool_capacity: int = 16,
-    think: bool = True,
-    think_model: BaseChatModel | None = None,
-    think_settings: ThinkSettings | None = None,
-    archive: MessageArchive | None = None,
-    events: EventSink | None = None,
-    memory: MemoryBank | None = None,
-    middleware: Sequence[Middleware] = (),
-    state_schema: type[Any] = ContextState,
+    **options: Unpack[AgentOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build and compile a context-managed agent.
 
@@ -75,90 +103,96 @@ def create_context_agent(
         tools: every tool the agent may use. Only ``always_include`` and the
             tools the session discovers (``search_tools``, the thought's plan)
             are bound on a call.
-        summary_model: a second, usually smaller, model for summaries. Without
-            one, the offline extractive summarizer is used.
-        checkpointer: a saver, ``"memory://"``, or ``"sqlite:///path"``
-            (default: in memory). See ``langgraph_ctx.storage.checkpointers`` for Postgres.
-        budget: default: read the window from ``model``'s profile.
-        think_model: the model for thoughts (default: ``model``).
-        memory: long-term memory: recall before each ``call_llm`` (within the
-            auxiliary budget, under a timeout), summaries stored as
-            observations, and a ``remember`` tool. Scoped by
-            ``config["configurable"]["user_id"]`` by default.
-        middleware: more middleware, ordered with the built-ins by priority.
-        state_schema: ``ContextState`` or a TypedDict extending it.
+        checkpointer: a saver, or a URL opened with
+            :func:`~langgraph_ctx.storage.checkpointers.checkpointer_from_url`
+            (``"memory://"``, ``"sqlite:///path"``, ``"postgresql://..."``:
+            migrated first). Default: in memory.
+        **options: see :class:`AgentOptions`.
+
+    A saver you pass stays yours to close. A URL is opened here and belongs to
+    the returned graph: its connection (or pool) is closed when the graph is
+    garbage-collected, or at interpreter exit, whichever comes first. For a
+    lifetime you control, or for ``ainvoke`` (the savers opened here are
+    sync), open the saver yourself::
+
+        with checkpointer_from_url(url) as saver:
+            agent = create_context_agent(model, tools, checkpointer=saver)
     """
-    builder = build_context_agent(
-        model,
-        tools,
-        system_prompt=system_prompt,
-        summary_model=summary_model,
-        budget=budget,
-        always_include=always_include,
-        tool_capacity=tool_capacity,
-        think=think,
-        think_model=think_model,
-        think_settings=think_settings,
-        archive=archive,
-        events=events,
-        memory=memory,
-        middleware=middleware,
-        state_schema=state_schema,
-    )
-    return builder.compile(checkpointer=_saver(checkpointer))
+    builder = build_context_agent(model, tools, **options)
+    if not isinstance(checkpointer, str):
+        return builder.compile(checkpointer=checkpointer or InMemorySaver())
+    db = parse_url(checkpointer, field="checkpointer")  # names the setting on a bad URL
+    with ExitStack() as opened:  # closed at once if compiling fails
+        graph = builder.compile(checkpointer=opened.enter_context(checkpointer_from_url(db.url)))
+        owned = opened.pop_all()
+    weakref.finalize(graph, owned.close)  # at collection or exit; never holds the graph
+    return graph
 
 
 def build_context_agent(
-    model: BaseChatModel,
-    tools: Sequence[BaseTool] = (),
-    *,
-    system_prompt: str | None = None,
-    summary_model: BaseChatModel | None = None,
-    budget: Budget | None = None,
-    always_include: Sequence[str] = (),
-    tool_capacity: int = 16,
-    think: bool = True,
-    think_model: BaseChatModel | None = None,
-    think_settings: ThinkSettings | None = None,
-    archive: MessageArchive | None = None,
-    events: EventSink | None = None,
-    memory: MemoryBank | None = None,
-    middleware: Sequence[Middleware] = (),
-    state_schema: type[Any] = ContextState,
+    model: BaseChatModel, tools: Sequence[BaseTool] = (), **options: Unpack[AgentOptions]
 ) -> StateGraph[Any, Any, Any, Any]:
     """The same agent, uncompiled, with its pipeline attached.
 
     Compile it yourself, e.g. with no checkpointer so that, run inside a
     parent graph, it checkpoints as the parent's subgraph (sub-agents do this).
     """
+    unknown = sorted(set(options) - AgentOptions.__optional_keys__)
+    if unknown:  # what Python would catch for a written-out signature
+        raise ConfigurationError(
+            unknown[0],
+            f"not an option of the context agent; the options are "
+            f"{sorted(AgentOptions.__optional_keys__)}"
+            + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
+        )
+    always_include = options.get("always_include", ())
+    memory = options.get("memory")
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
     registry = ToolRegistry(tools, always_include=always_include)
-    budget = budget or Budget.from_model(model)
-    builtins: list[Middleware] = [
-        PreflightCheck(nodes=["call_llm", "think"] if think else ["call_llm"]),
-        ToolEviction(registry, capacity=tool_capacity, nodes=["call_llm"]),
+    pipeline = Pipeline(
+        [*_builtins(registry, options), *options.get("middleware", ())],
+        budget=options.get("budget") or Budget.from_model(model),
+        tools=registry.bound,
+        system_prompt=options.get("system_prompt"),
+        events=options.get("events"),
+    )
+    return pipeline.attach(_graph(model, registry, options))
+
+
+def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]:
+    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+    found: list[Middleware] = [
+        PreflightCheck(nodes=llm_nodes),
+        ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
         TieredCompression(
-            summarizer=summary_model,
-            archive=archive,
-            nodes=["call_llm", "think"] if think else ["call_llm"],
+            summarizer=options.get("summary_model"),
+            archive=options.get("archive"),
+            nodes=llm_nodes,
         ),
     ]
+    memory = options.get("memory")
     if memory is not None:
-        builtins += [
+        found += [
             MemoryRecall(memory, nodes=["call_llm"]),
-            SummaryObserver(memory, nodes=["call_llm", "think"] if think else ["call_llm"]),
+            SummaryObserver(memory, nodes=llm_nodes),
         ]
-    builder = StateGraph(state_schema)
+    return found
+
+
+def _graph(
+    model: BaseChatModel, registry: ToolRegistry, options: AgentOptions
+) -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(options.get("state_schema", ContextState))
     builder.add_node("fetch_tools", fetch_tools_node(registry))
-    builder.add_node("call_llm", call_llm_node(model, system_prompt=system_prompt))
+    builder.add_node("call_llm", call_llm_node(model, system_prompt=options.get("system_prompt")))
     builder.add_node("tools", tools_node(registry))
     builder.add_edge("fetch_tools", "call_llm")
     builder.add_conditional_edges("call_llm", tools_condition, {"tools": "tools", END: END})
-    if think:
-        settings = think_settings or ThinkSettings()
-        builder.add_node("think", think_node(think_model or model, settings))
+    if options.get("think", True):
+        settings = options.get("think_settings") or ThinkSettings()
+        builder.add_node("think", think_node(options.get("think_model") or model, settings))
         builder.add_edge(START, "think")
         builder.add_conditional_edges(
             "think", route_after_think(settings), ["think", "fetch_tools"]
@@ -167,29 +201,4 @@ def build_context_agent(
     else:
         builder.add_edge(START, "fetch_tools")
         builder.add_edge("tools", "call_llm")
-    pipeline = Pipeline(
-        [*builtins, *middleware],
-        budget=budget,
-        tools=registry.bound,
-        system_prompt=system_prompt,
-        events=events,
-    )
-    return pipeline.attach(builder)
-
-
-def _saver(checkpointer: BaseCheckpointSaver[Any] | str | None) -> BaseCheckpointSaver[Any]:
-    if checkpointer is None or checkpointer == "memory://":
-        return InMemorySaver()
-    if isinstance(checkpointer, BaseCheckpointSaver):
-        return checkpointer
-    if isinstance(checkpointer, str) and checkpointer.startswith("sqlite:///"):
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        path = Path(checkpointer.removeprefix("sqlite:///"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
-    raise ConfigurationError(
-        "checkpointer",
-        f"expected a saver, 'memory://' or 'sqlite:///path', got {checkpointer!r}; "
-        "for PostgreSQL open a saver with langgraph_ctx.storage.checkpointers and pass it",
-    )
+    return builder

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -181,31 +182,37 @@ class SubAgents:
             self._graphs[name] = builder.compile(name=name)
         return self._graphs[name]
 
+    def run(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Run sub-agent ``name`` on ``task``; never raises for the child's failures."""
+        child = self._prepare(name, task, inputs, config)
+        if child.outcome is None:
+            with child.capture():
+                child.conclude(self.graph(name).invoke(child.input, child.config))
+        return child.result()
+
+    async def arun(
+        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
+    ) -> SubAgentResult:
+        """Async :meth:`run`."""
+        child = self._prepare(name, task, inputs, config)
+        if child.outcome is None:
+            with child.capture():
+                child.conclude(await self.graph(name).ainvoke(child.input, child.config))
+        return child.result()
+
     def _prepare(
         self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> tuple[SubAgentSpec | None, Any, RunnableConfig, SubAgentResult | None]:
+    ) -> _Delegation:
         spec = self._by_name.get(name)
         if spec is None:
-            return (
-                None,
-                None,
-                config,
-                self._failure(
-                    name, "failed", f"no sub-agent named {name!r}; known: {sorted(self._by_name)}"
-                ),
-            )
+            why = f"no sub-agent named {name!r}; known: {sorted(self._by_name)}"
+            return _Delegation.refused(name, "failed", why)
         depth = int(config.get("configurable", {}).get(DEPTH_KEY, 0)) + 1
         if depth > self.max_depth:
-            return (
-                spec,
-                None,
-                config,
-                self._failure(
-                    name,
-                    "depth_exceeded",
-                    f"delegation depth {depth} exceeds the limit {self.max_depth}",
-                ),
-            )
+            why = f"delegation depth {depth} exceeds the limit {self.max_depth}"
+            return _Delegation.refused(name, "depth_exceeded", why)
         body = (
             task if not inputs else f"{task}\n\nInputs (JSON):\n{json.dumps(inputs, default=str)}"
         )
@@ -217,44 +224,7 @@ class SubAgents:
                 "recursion_limit": 3 * spec.max_steps + 2,
             },
         )
-        return spec, {"messages": [HumanMessage(body)]}, child_config, None
-
-    def run(
-        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> SubAgentResult:
-        """Run sub-agent ``name`` on ``task``; never raises for the child's failures."""
-        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
-        if early is not None:
-            return early
-        assert spec is not None
-        try:
-            state = self.graph(name).invoke(child_input, child_config)
-        except GraphRecursionError:
-            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
-        except Exception as exc:  # the child's failure is the parent's information
-            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
-        return self._result(spec, state)
-
-    async def arun(
-        self, name: str, task: str, inputs: Mapping[str, Any], config: RunnableConfig
-    ) -> SubAgentResult:
-        """Async :meth:`run`."""
-        spec, child_input, child_config, early = self._prepare(name, task, inputs, config)
-        if early is not None:
-            return early
-        assert spec is not None
-        try:
-            state = await self.graph(name).ainvoke(child_input, child_config)
-        except GraphRecursionError:
-            return self._failure(name, "step_limit", f"stopped after {spec.max_steps} steps")
-        except Exception as exc:
-            return self._failure(name, "failed", f"{type(exc).__name__}: {exc}")
-        return self._result(spec, state)
-
-    def _failure(self, name: str, status: Status, why: str) -> SubAgentResult:
-        return SubAgentResult(
-            agent=name, status=status, output=None, summary=why, confidence=0.0, caveats=[why]
-        )
+        return _Delegation(name, {"messages": [HumanMessage(body)]}, child_config, spec, self)
 
     def _result(self, spec: SubAgentSpec, state: Mapping[str, Any]) -> SubAgentResult:
         messages: list[BaseMessage] = state.get("messages") or []
@@ -358,40 +328,33 @@ class SubAgents:
         """The ``delegate`` tool: the parent model hands a task to a sub-agent."""
         catalog = "\n".join(f"- {s.name} ({s.kind}): {s.description}" for s in self.specs)
 
-        def delegate(
-            agent: str,
-            task: str,
-            tool_call_id: Annotated[str, InjectedToolCallId],
-            state: Annotated[dict[str, Any], InjectedState],
-            config: RunnableConfig,
-            inputs: dict[str, Any] | None = None,
-        ) -> Command[Any]:
-            result = self.run(agent, task, inputs or {}, config)
-            text, result = self.render(result)
-            return Command(update=self._update(result, text, tool_call_id, state))
+        # The arguments are declared once, in _DelegateCall; the two functions
+        # differ only in running the child with invoke or ainvoke.
+        def delegate(config: RunnableConfig, **call: Any) -> Command[Any]:
+            return self._reply(
+                self.run(call["agent"], call["task"], call.get("inputs") or {}, config), call
+            )
 
-        async def adelegate(
-            agent: str,
-            task: str,
-            tool_call_id: Annotated[str, InjectedToolCallId],
-            state: Annotated[dict[str, Any], InjectedState],
-            config: RunnableConfig,
-            inputs: dict[str, Any] | None = None,
-        ) -> Command[Any]:
-            result = await self.arun(agent, task, inputs or {}, config)
-            text, result = self.render(result)
-            return Command(update=self._update(result, text, tool_call_id, state))
+        async def adelegate(config: RunnableConfig, **call: Any) -> Command[Any]:
+            return self._reply(
+                await self.arun(call["agent"], call["task"], call.get("inputs") or {}, config), call
+            )
 
         return StructuredTool.from_function(
             delegate,
             coroutine=adelegate,
             name="delegate",
+            args_schema=_DelegateCall,
             description=(
                 "Hand a self-contained task to a specialised sub-agent that works in a clean "
                 "context and returns a compact result. Put everything it needs in `task` and "
                 "`inputs` (JSON): it cannot see this conversation. Sub-agents:\n" + catalog
             ),
         )
+
+    def _reply(self, result: SubAgentResult, call: Mapping[str, Any]) -> Command[Any]:
+        text, result = self.render(result)
+        return Command(update=self._update(result, text, call["tool_call_id"], call["state"]))
 
     def node(
         self, name: str, task: Callable[[Mapping[str, Any]], tuple[str, dict[str, Any]]]
@@ -414,3 +377,57 @@ class SubAgents:
             return finish(await self.arun(name, *task(state), config))
 
         return RunnableLambda(run, afunc=arun, name=name)
+
+
+class _DelegateCall(BaseModel):
+    """The ``delegate`` tool's arguments: what the model writes, then what LangGraph injects."""
+
+    agent: str
+    task: str
+    inputs: dict[str, Any] | None = None
+    tool_call_id: Annotated[str, InjectedToolCallId]
+    state: Annotated[dict[str, Any], InjectedState]
+
+
+@dataclass
+class _Delegation:
+    """One child run: what it is given, then how it ended. ``run`` and ``arun`` differ
+    only in how they invoke the child; everything else about a run is here."""
+
+    name: str
+    input: Any
+    config: RunnableConfig
+    spec: SubAgentSpec | None = None
+    agents: SubAgents | None = None
+    outcome: SubAgentResult | None = None
+
+    @classmethod
+    def refused(cls, name: str, status: Status, why: str) -> _Delegation:
+        return cls(name, None, {}, outcome=_failure(name, status, why))
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        """Turn the child's exception into its result: its failure is the parent's information."""
+        assert self.spec is not None
+        try:
+            yield
+        except GraphRecursionError:
+            self.outcome = _failure(
+                self.name, "step_limit", f"stopped after {self.spec.max_steps} steps"
+            )
+        except Exception as exc:
+            self.outcome = _failure(self.name, "failed", f"{type(exc).__name__}: {exc}")
+
+    def conclude(self, state: Mapping[str, Any]) -> None:
+        assert self.spec is not None and self.agents is not None
+        self.outcome = self.agents._result(self.spec, state)
+
+    def result(self) -> SubAgentResult:
+        assert self.outcome is not None
+        return self.outcome
+
+
+def _failure(name: str, status: Status, why: str) -> SubAgentResult:
+    return SubAgentResult(
+        agent=name, status=status, output=None, summary=why, confidence=0.0, caveats=[why]
+    )

@@ -11,8 +11,11 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from argparse import ArgumentParser as Parser
+from collections.abc import Callable, Sequence
+from inspect import getdoc
 from pathlib import Path
+from typing import TypeAlias
 
 from langgraph_ctx.errors import ContextError
 
@@ -40,6 +43,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_Commands: TypeAlias = "argparse._SubParsersAction[Parser]"
+
+
+def _subcommand(commands: _Commands, run: Callable[[argparse.Namespace], int]) -> Parser:
+    """The subcommand ``run`` implements, named after it (``_demo``: ``demo``).
+
+    Its docstring is its help: the first line in ``langgraph-ctx --help``, the
+    whole in ``langgraph-ctx demo --help``.
+    """
+    doc = getdoc(run) or ""
+    summary = doc.split("\n", 1)[0].rstrip(".")
+    parser: Parser = commands.add_parser(
+        run.__name__.lstrip("_"), help=summary[0].lower() + summary[1:], description=doc
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
 def _database_url(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
@@ -52,13 +73,8 @@ def _database_url(parser: argparse.ArgumentParser) -> None:
 # -- demo ------------------------------------------------------------------
 
 
-def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    demo = commands.add_parser(
-        "demo",
-        help="run a long simulated session (scripted model, SQLite checkpoint, no network)",
-        description="Run a long simulated agent session through a real LangGraph graph. "
-        "Run it again with the same --thread-id to resume that session.",
-    )
+def _add_demo(commands: _Commands) -> None:
+    demo = _subcommand(commands, _demo)
     demo.add_argument("--turns", type=int, default=150, help="user turns in the session")
     demo.add_argument("--thread-id", default="demo", help="session to run or resume")
     demo.add_argument(
@@ -69,11 +85,15 @@ def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     demo.add_argument(
         "--plot", type=Path, default=Path("langgraph-ctx-demo.png"), help="PNG of utilization"
     )
-    demo.add_argument("--quiet", action="store_true", help="no progress bar")
-    demo.set_defaults(run=_demo)
+    demo.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """Run a long simulated session (scripted model, SQLite checkpoint, no network).
+
+    The session runs through a real LangGraph graph. Run it again with the same
+    --thread-id to resume that session.
+    """
     from langgraph_ctx.cli.demo import ProgressBar, format_report, run_demo
 
     if args.turns < 1:
@@ -117,23 +137,22 @@ def _demo(args: argparse.Namespace) -> int:
 # -- migrate ---------------------------------------------------------------
 
 
-def _add_migrate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    migrate = commands.add_parser(
-        "migrate",
-        help="create or upgrade the database tables (ours and LangGraph's)",
-        description="Apply the package's pending SQL migrations, in order, each in its own "
-        "transaction, then LangGraph's checkpoint setup; safe to run from many processes "
-        "at once. Refuses if an applied migration's file has changed.",
-    )
+def _add_migrate(commands: _Commands) -> None:
+    migrate = _subcommand(commands, _migrate)
     _database_url(migrate)
     migrate.add_argument(
         "--status", action="store_true", help="only show what is applied (exit 1 if not all)"
     )
     migrate.add_argument("--json", action="store_true", help="machine-readable output")
-    migrate.set_defaults(run=_migrate)
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    """Create or upgrade the database tables (ours and LangGraph's).
+
+    The package's pending SQL migrations, in order, each in its own
+    transaction, then LangGraph's checkpoint setup; safe to run from many
+    processes at once. Refuses if an applied migration's file has changed.
+    """
     from langgraph_ctx.storage.migrations import migrate, migration_status
 
     status = migration_status(args.database_url) if args.status else migrate(args.database_url)
@@ -152,20 +171,19 @@ def _migrate(args: argparse.Namespace) -> int:
 # -- inspect ---------------------------------------------------------------
 
 
-def _add_inspect(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    inspect = commands.add_parser(
-        "inspect",
-        help="show what happened to one session's context",
-        description="Show a session: utilization per LLM call, compressions with ratio and "
-        "entity retention, current summaries, evicted tools, recall timeouts, archive size.",
-    )
+def _add_inspect(commands: _Commands) -> None:
+    inspect = _subcommand(commands, _inspect)
     inspect.add_argument("thread_id", help="the session's thread id")
     _database_url(inspect)
     inspect.add_argument("--json", action="store_true", help="machine-readable output")
-    inspect.set_defaults(run=_inspect)
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    """Show what happened to one session's context.
+
+    Utilization per LLM call, compressions with ratio and entity retention,
+    current summaries, evicted tools, recall timeouts, archive size.
+    """
     from langgraph_ctx.cli.inspect import format_inspection, inspect_session
 
     result = inspect_session(args.database_url, args.thread_id)

@@ -8,27 +8,26 @@ because the turn counter lives in the checkpointed state, not in the process.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
+from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import SQLiteArchive
+from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
@@ -112,16 +111,6 @@ class DemoReport:
             self.utilization[-1] = float(data["utilization_after"])
 
 
-@contextmanager
-def sqlite_checkpointer(path: Path) -> Iterator[SqliteSaver]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
-
-
 def run_demo(
     *,
     turns: int = 150,
@@ -136,10 +125,13 @@ def run_demo(
     # Tool results of 1-6 KB: the size that makes real agents outgrow their window.
     workload = generate_session(turns, seed=seed, result_chars=(1_200, 6_000))
     budget = Budget.for_window(window)
-    # Context events go to the same file, for `langgraph-ctx inspect`.
-    with sqlite_checkpointer(db) as saver, SQLiteEventSink(db) as events:
-        # Archived originals go to the same file as the checkpoints.
-        archive = SQLiteArchive(str(db))
+    # One file holds the checkpoints, the context events (for `langgraph-ctx
+    # inspect`) and the archived originals; all three are closed on the way out.
+    with (
+        checkpointer_from_url(f"sqlite:///{db}") as saver,
+        SQLiteEventSink(db) as events,
+        SQLiteArchive(str(db)) as archive,
+    ):
         compression = TieredCompression(archive=archive)
         graph, _ = build_graph(
             workload, budget=budget, checkpointer=saver, middleware=[compression], events=events
@@ -172,38 +164,34 @@ def run_demo(
             report.turns_done = turn.index + 1
             if progress is not None:
                 last = report.utilization[-1] if report.utilization else 0.0
-                progress(report.turns_done, turns, last, report.zones[-1] if report.zones else "")
+                # The zone of what was sent, not pre-flight's zone from before compressing.
+                progress(report.turns_done, turns, last, budget.zone(round(last * budget.window)))
     return report
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal stream (no dependency needed)."""
+    """The demo's progress on ``stream`` (default: stderr).
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
-        self.stream = stream
+    On a terminal, a bar redrawn in place; anywhere else (a log file, a pipe,
+    CI) a plain line every ``every`` turns and at the end, so that no log
+    fills with carriage-return frames.
+    """
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30, every: int = 10) -> None:
+        self.stream = stream or sys.stderr
         self.width = width
+        self.every = every
+        self.terminal = self.stream.isatty()
 
     def __call__(self, done: int, total: int, utilization: float, zone: str) -> None:
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(
-            f"\r[{bar}] {done}/{total} turns  utilization {utilization:.2f} ({zone})  "
-        )
-        if done >= total:
-            self.stream.write("\n")
+        status = f"{done}/{total} turns  utilization {utilization:.2f} ({zone})"
+        if self.terminal:
+            filled = self.width * done // max(total, 1)
+            bar = "#" * filled + "-" * (self.width - filled)
+            self.stream.write(f"\r[{bar}] {status}  " + ("\n" if done >= total else ""))
+        elif done % self.every == 0 or done >= total:
+            self.stream.write(f"turn {status}\n")
         self.stream.flush()
-
-
-SPARK = " ▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: Sequence[float], width: int = 72) -> str:
-    """Utilization per call as one line of block characters (1.0 = full block)."""
-    if not values:
-        return ""
-    step = max(1, -(-len(values) // width))
-    buckets = [max(values[i : i + step]) for i in range(0, len(values), step)]
-    return "".join(SPARK[min(len(SPARK) - 1, round(v * (len(SPARK) - 1)))] for v in buckets)
 
 
 def format_report(report: DemoReport) -> str:
@@ -214,11 +202,10 @@ def format_report(report: DemoReport) -> str:
         + (f" (resumed after turn {report.resumed_at})" if report.resumed_at else ""),
     ]
     if util:
-        zones = {z: report.zones.count(z) for z in ("green", "yellow", "red")}
         lines += [
             f"utilization per call (max per column): |{sparkline(util)}|",
             f"  mean {sum(util) / len(util):.3f}  peak {max(util):.3f}  last {util[-1]:.3f}",
-            f"  zones: green {zones['green']}, yellow {zones['yellow']}, red {zones['red']}",
+            f"  {zone_counts(report.zones)}",
         ]
     runs = [d for d in report.details if d["kind"] == "compression"]
     if runs:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.cli.demo import sparkline
+from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import summary_info
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
@@ -108,73 +109,67 @@ def _fold(result: Inspection, events: list[dict[str, Any]]) -> None:
 
 
 Tables = tuple[list[dict[str, Any]] | None, int, int, dict[str, int]]
+Query = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+
+# Written once for both dialects: '?' becomes '%s' for PostgreSQL, and the event
+# data column is data_json (text) in SQLite, data (jsonb) in PostgreSQL.
+_EVENTS = (
+    "SELECT seq, kind, {data} FROM lgctx_events WHERE thread_id = ? AND namespace = '' ORDER BY seq"
+)
+_NAMESPACES = (
+    "SELECT namespace, count(*) FROM lgctx_events"
+    " WHERE thread_id = ? AND namespace <> '' GROUP BY namespace ORDER BY namespace"
+)
+_ARCHIVE = "SELECT count(*), COALESCE(sum(tokens), 0) FROM lgctx_archive WHERE thread_id = ?"
+
+
+def _read_tables(query: Query, tables: set[str], thread_id: str) -> Tables:
+    """The event log, sub-agent namespaces and archive size, from whichever tables exist."""
+    events: list[dict[str, Any]] | None = None
+    others: dict[str, int] = {}
+    rows = tokens = 0
+    if "lgctx_events" in tables:
+        events = [
+            {"seq": seq, "kind": kind, "data": json.loads(d) if isinstance(d, str) else d}
+            for seq, kind, d in query(_EVENTS, (thread_id,))
+        ]
+        others = {str(ns): int(n) for ns, n in query(_NAMESPACES, (thread_id,))}
+    if "lgctx_archive" in tables:
+        ((rows, tokens),) = query(_ARCHIVE, (thread_id,))
+    return events, int(rows), int(tokens), others
 
 
 def _read_postgres(db: DatabaseURL, thread_id: str) -> Tables:
+    from psycopg.rows import tuple_row
+
     from langgraph_ctx.storage._pgconn import connect
 
-    events: list[dict[str, Any]] | None = None
-    rows = tokens = 0
-    others: dict[str, int] = {}
-    with connect(db.url) as conn:
-        exists = conn.execute(
-            "SELECT to_regclass('lgctx_events') IS NOT NULL AS events,"
-            " to_regclass('lgctx_archive') IS NOT NULL AS archive"
-        ).fetchone()
-        if exists is not None and exists["events"]:
-            events = conn.execute(
-                "SELECT seq, kind, data FROM lgctx_events"
-                " WHERE thread_id = %s AND namespace = '' ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
-            counts = conn.execute(
-                "SELECT namespace, count(*) AS n FROM lgctx_events"
-                " WHERE thread_id = %s AND namespace <> '' GROUP BY namespace ORDER BY namespace",
-                (thread_id,),
-            ).fetchall()
-            others = {str(r["namespace"]): int(r["n"]) for r in counts}
-        if exists is not None and exists["archive"]:
-            size = conn.execute(
-                "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS t FROM lgctx_archive"
-                " WHERE thread_id = %s",
-                (thread_id,),
-            ).fetchone()
-            if size is not None:
-                rows, tokens = int(size["n"]), int(size["t"])
-    return events, rows, tokens, others
+    with connect(db.url) as conn, conn.cursor(row_factory=tuple_row) as cursor:
+
+        def query(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+            sql = sql.format(data="data").replace("?", "%s")
+            return cursor.execute(sql.encode(), params).fetchall()
+
+        present = query(
+            "SELECT t FROM unnest(ARRAY['lgctx_events', 'lgctx_archive']) AS t"
+            " WHERE to_regclass(t) IS NOT NULL",
+            (),
+        )
+        return _read_tables(query, {str(name) for (name,) in present}, thread_id)
 
 
 def _read_sqlite(db: DatabaseURL, thread_id: str) -> Tables:
-    events: list[dict[str, Any]] | None = None
-    rows = tokens = 0
-    others: dict[str, int] = {}
-    conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
+    # Read-only: inspect never writes, not even the tables a store would create.
+    conn = sqlite3.connect(Path(db.path).resolve().as_uri() + "?mode=ro", uri=True)
+
+    def query(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return conn.execute(sql.format(data="data_json"), params).fetchall()
+
     try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "lgctx_events" in tables:
-            events = [
-                {"seq": seq, "kind": kind, "data": json.loads(data)}
-                for seq, kind, data in conn.execute(
-                    "SELECT seq, kind, data_json FROM lgctx_events"
-                    " WHERE thread_id = ? AND namespace = '' ORDER BY seq",
-                    (thread_id,),
-                )
-            ]
-            others = dict(
-                conn.execute(
-                    "SELECT namespace, count(*) FROM lgctx_events"
-                    " WHERE thread_id = ? AND namespace <> '' GROUP BY namespace ORDER BY 1",
-                    (thread_id,),
-                ).fetchall()
-            )
-        if "lgctx_archive" in tables:
-            rows, tokens = conn.execute(
-                "SELECT count(*), COALESCE(sum(tokens), 0) FROM lgctx_archive WHERE thread_id = ?",
-                (thread_id,),
-            ).fetchone()
+        present = query("SELECT name FROM sqlite_master WHERE type = 'table'", ())
+        return _read_tables(query, {str(name) for (name,) in present}, thread_id)
     finally:
         conn.close()
-    return events, rows, tokens, others
 
 
 def format_inspection(s: Inspection, *, width: int = 60) -> str:
@@ -187,14 +182,13 @@ def format_inspection(s: Inspection, *, width: int = 60) -> str:
     ]
     util = s.utilization
     if util:
-        zones = {z: s.zones.count(z) for z in ("green", "yellow", "red")}
         lines += [
             f"utilization per LLM call ({len(util)} calls, 1 column = "
             f"{-(-len(util) // width)} call(s), max):",
             f"  1.0 |{sparkline(util, width=width)}|",
             f"      mean {sum(util) / len(util):.2f}  peak {max(util):.2f}  last {util[-1]:.2f}"
             f"  (peak before compression {max(s.measured):.2f})",
-            f"      zones: green {zones['green']}, yellow {zones['yellow']}, red {zones['red']}",
+            f"      {zone_counts(s.zones)}",
         ]
     lines.append(f"compressions: {len(s.compressions)}")
     for c in s.compressions:

@@ -1,24 +1,34 @@
 """Where sessions and the package's own tables live: SQLite, PostgreSQL or memory, from one URL.
 
-- ``urls``: parsing database URLs, and redacting their passwords;
-- ``checkpointers``: LangGraph checkpointers from a URL, sync and async;
+- ``urls``: parsing database URLs (``_redact`` hides their passwords);
+- ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
+  and async, and the archive;
 - ``archive``: the archive of original messages (in memory, SQLite);
 - ``events``: the context event log in SQLite;
 - ``postgres``: the archive and event log in PostgreSQL;
 - ``locks``: one run per thread at a time, across processes;
-- ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it.
+- ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it
+  (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it).
+
+The modules form layers; each imports only from layers below its own, so
+there is no import cycle, not even through a function-level import
+(``tests/test_storage_layers.py`` checks it):
+
+1. ``_redact``, ``_versions`` (what a migration is);
+2. ``urls``, ``_pgconn`` (PostgreSQL connections);
+3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
+4. ``_base`` (what stores share), ``migrations``;
+5. ``archive``, ``events``, ``locks``;
+6. ``postgres``;
+7. ``checkpointers``.
 
 psycopg is the optional ``postgres`` extra: nothing here imports it until a
 PostgreSQL URL is used.
 """
 
-from langgraph_ctx.storage.archive import (
-    InMemoryArchive,
-    MessageArchive,
-    SQLiteArchive,
-    archive_from_url,
-)
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.checkpointers import (
+    archive_from_url,
     async_checkpointer_from_url,
     checkpointer_from_url,
 )

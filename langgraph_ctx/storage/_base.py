@@ -1,13 +1,47 @@
-"""The base of the package's stores (archives, event sinks): ``with`` closes them."""
+"""What the package's stores (archives, event sinks, thread locks) share.
+
+- :class:`Closing`: ``with`` closes them.
+- :func:`in_thread`: an async method that runs its sync twin in a worker
+  thread, for stores whose calls are short and local (SQLite, memory).
+- :class:`SQLiteTable`: one SQLite connection with the package's tables.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Concatenate, TypeVar
 
-from typing_extensions import Self
+from typing_extensions import ParamSpec, Self
+
+from langgraph_ctx.storage._sqlite_migrations import migrate_sqlite
+from langgraph_ctx.storage._versions import load_migrations
+
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def in_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """The async twin of ``method``: the same call, in a worker thread.
+
+    ``aput = in_thread(put)`` in a class body: the event loop never waits on a
+    lock or on disk, and the logic is written once.
+    """
+
+    async def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = f"a{method.__name__}"
+    twin.__qualname__ = twin.__qualname__.replace("twin", twin.__name__)
+    twin.__doc__ = f"Async :meth:`{method.__name__}` (in a worker thread)."
+    return twin
 
 
 class Closing:
@@ -42,8 +76,6 @@ class SQLiteTable(Closing):
     """
 
     def __init__(self, path: str | Path = ":memory:") -> None:
-        from langgraph_ctx.storage.migrations import load_migrations, migrate_sqlite
-
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)

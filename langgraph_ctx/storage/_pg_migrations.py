@@ -15,14 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.storage import _pgconn as pgconn
-from langgraph_ctx.storage.migrations import (
-    VERSIONS_DDL,
-    Migration,
-    MigrationStatus,
-    compare,
-    iso,
-    refuse_changes,
-)
+from langgraph_ctx.storage import _versions as versions
 from langgraph_ctx.storage.urls import DatabaseURL
 
 if TYPE_CHECKING:
@@ -30,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def migrate_postgres(
-    db: DatabaseURL, found: Sequence[Migration], *, timeout: float
-) -> MigrationStatus:
+    db: DatabaseURL, found: Sequence[versions.Migration], *, timeout: float
+) -> versions.MigrationStatus:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
@@ -43,9 +36,9 @@ def migrate_postgres(
                 f"{timeout:.0f} s (advisory lock {klass}/{name!r}); is it stuck?"
             )
         try:
-            conn.execute(VERSIONS_DDL["postgres"])
+            conn.execute(versions.VERSIONS_DDL["postgres"])
             recorded = _recorded(conn)
-            refuse_changes(pgconn.describe(db.url), found, recorded)
+            versions.refuse_changes(pgconn.describe(db.url), found, recorded)
             applied: list[int] = []
             for m in found:
                 if m.version in recorded:
@@ -59,8 +52,11 @@ def migrate_postgres(
                     )
                 applied.append(m.version)
             PostgresSaver(conn).setup()
-            return MigrationStatus(
-                db.redacted, compare(found, _recorded(conn)), _langgraph(conn), tuple(applied)
+            return versions.MigrationStatus(
+                db.redacted,
+                versions.compare(found, _recorded(conn)),
+                _langgraph(conn),
+                tuple(applied),
             )
         finally:
             # If the connection is gone, the server released the lock with it.
@@ -68,17 +64,21 @@ def migrate_postgres(
                 pgconn.unlock(conn, klass, name)
 
 
-def postgres_status(db: DatabaseURL, found: Sequence[Migration]) -> MigrationStatus:
+def postgres_status(
+    db: DatabaseURL, found: Sequence[versions.Migration]
+) -> versions.MigrationStatus:
     with pgconn.connect(db.url) as conn:
-        return MigrationStatus(db.redacted, compare(found, _recorded(conn)), _langgraph(conn))
+        return versions.MigrationStatus(
+            db.redacted, versions.compare(found, _recorded(conn)), _langgraph(conn)
+        )
 
 
-def _recorded(conn: psycopg.Connection[Any]) -> dict[int, tuple[str, str, str | None]]:
+def _recorded(conn: psycopg.Connection[Any]) -> versions.Recorded:
     if not _exists(conn, "lgctx_schema_versions"):
         return {}
     rows = conn.execute("SELECT version, name, checksum, applied_at FROM lgctx_schema_versions")
     return {
-        int(r["version"]): (str(r["name"]), str(r["checksum"]), iso(r["applied_at"]))
+        int(r["version"]): (str(r["name"]), str(r["checksum"]), versions.iso(r["applied_at"]))
         for r in rows.fetchall()
     }
 

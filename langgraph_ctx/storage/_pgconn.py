@@ -27,12 +27,12 @@ deadlock with the holder.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
 
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.storage.urls import redact_url
+from langgraph_ctx.storage._redact import redact_url, scrub
 
 if TYPE_CHECKING:
     import psycopg
@@ -71,47 +71,57 @@ def describe(url: str) -> str:
     return f"database {dbname!r} on host {host!r}{user}"
 
 
-def _scrub(text: str, url: str) -> str:
-    # libpq does not echo passwords, but a parse error may echo the URL: belt and braces.
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    for secret in {password, unquote(password)} if password else ():
-        text = text.replace(secret, "***")
-    return text
-
-
 def connect_error(url: str, exc: BaseException, field: str) -> ConfigurationError:
     """A :class:`ConfigurationError` for a failed connection, naming host and database."""
-    reason = _scrub(" ".join(str(exc).split()), url)
+    # libpq does not echo passwords, but a parse error may echo part of the URL.
+    reason = scrub(" ".join(str(exc).split()), url)
     return ConfigurationError(
         field, f"cannot connect to {describe(url)} ({redact_url(url)}): {reason}"
     )
+
+
+@contextmanager
+def _clear_errors(url: str, field: str) -> Iterator[None]:
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:  # a pool's PoolTimeout is one too
+        raise connect_error(url, exc, field) from None
 
 
 def connect(url: str, *, field: str = "database_url") -> psycopg.Connection[DictRow]:
     """One connection with the saver settings, or a clear :class:`ConfigurationError`."""
     import psycopg
 
-    try:
-        return psycopg.Connection.connect(
-            url, connect_timeout=int(CONNECT_TIMEOUT), **connection_kwargs()
-        )
-    except psycopg.Error as exc:
-        raise connect_error(url, exc, field) from None
+    with _clear_errors(url, field):
+        return psycopg.Connection.connect(url, **connect_kwargs())
 
 
 async def aconnect(url: str, *, field: str = "database_url") -> psycopg.AsyncConnection[DictRow]:
     """The async twin of :func:`connect`."""
     import psycopg
 
-    try:
-        return await psycopg.AsyncConnection.connect(
-            url, connect_timeout=int(CONNECT_TIMEOUT), **connection_kwargs()
-        )
-    except psycopg.Error as exc:
-        raise connect_error(url, exc, field) from None
+    with _clear_errors(url, field):
+        return await psycopg.AsyncConnection.connect(url, **connect_kwargs())
+
+
+def connect_kwargs() -> dict[str, Any]:
+    """:func:`connection_kwargs` plus the start-up timeout, for a direct connection."""
+    return {"connect_timeout": int(CONNECT_TIMEOUT), **connection_kwargs()}
+
+
+def pool_kwargs(url: str, *, max_size: int, connection_class: type[Any]) -> dict[str, Any]:
+    """Settings of the pools: checked on checkout, opened by the caller (see the module doc)."""
+    return {
+        "conninfo": url,
+        "connection_class": connection_class,
+        "kwargs": connection_kwargs(),
+        "min_size": 1,
+        "max_size": max_size,
+        "name": "langgraph-ctx",
+        "open": False,
+    }
 
 
 def open_pool(
@@ -124,20 +134,11 @@ def open_pool(
 
     connect(url, field=field).close()
     pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
-        url,
-        connection_class=psycopg.Connection[DictRow],
-        kwargs=connection_kwargs(),
-        min_size=1,
-        max_size=max_size,
         check=ConnectionPool.check_connection,
-        name="langgraph-ctx",
-        open=False,
+        **pool_kwargs(url, max_size=max_size, connection_class=psycopg.Connection[DictRow]),
     )
-    try:
+    with _clear_errors(url, field):  # a pool that does not fill in time closes itself
         pool.open(wait=True, timeout=CONNECT_TIMEOUT)
-    except psycopg.Error as exc:
-        pool.close()
-        raise connect_error(url, exc, field) from None
     return pool
 
 
@@ -151,20 +152,11 @@ async def open_async_pool(
 
     await (await aconnect(url, field=field)).close()
     pool: AsyncConnectionPool[psycopg.AsyncConnection[DictRow]] = AsyncConnectionPool(
-        url,
-        connection_class=psycopg.AsyncConnection[DictRow],
-        kwargs=connection_kwargs(),
-        min_size=1,
-        max_size=max_size,
         check=AsyncConnectionPool.check_connection,
-        name="langgraph-ctx",
-        open=False,
+        **pool_kwargs(url, max_size=max_size, connection_class=psycopg.AsyncConnection[DictRow]),
     )
-    try:
+    with _clear_errors(url, field):
         await pool.open(wait=True, timeout=CONNECT_TIMEOUT)
-    except psycopg.Error as exc:
-        await pool.close()
-        raise connect_error(url, exc, field) from None
     return pool
 
 

@@ -16,7 +16,6 @@ may have gaps (an ignored duplicate does not consume one in memory, may in SQL).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
 import threading
@@ -27,23 +26,17 @@ from typing import Protocol
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.storage._base import SQLiteTable
-from langgraph_ctx.storage.urls import parse_url, redact_url
+from langgraph_ctx.storage._base import SQLiteTable, in_thread
 from langgraph_ctx.tokens import TokenCounter
 
-__all__ = ["InMemoryArchive", "MessageArchive", "SQLiteArchive", "archive_from_url", "redact_url"]
+__all__ = ["InMemoryArchive", "MessageArchive", "SQLiteArchive", "check_batch"]
 
 
 class MessageArchive(Protocol):
     """Where messages removed from active state are kept, by thread and message id."""
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         """Archive ``messages`` for ``thread_id``; ones already archived are skipped.
 
@@ -54,12 +47,7 @@ class MessageArchive(Protocol):
         ...
 
     async def aput(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None: ...
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
@@ -77,7 +65,7 @@ class MessageArchive(Protocol):
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]: ...
 
 
-def _check(thread_id: str, messages: Sequence[BaseMessage]) -> None:
+def check_batch(thread_id: str, messages: Sequence[BaseMessage]) -> None:
     # Validate the whole batch first so a bad message never leaves half a batch written.
     if not thread_id:
         raise ConfigurationError("thread_id", "an archive write needs a non-empty thread id")
@@ -103,14 +91,9 @@ class InMemoryArchive:
         self._next: dict[str, int] = {}  # thread -> next position, shared by namespaces
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
-        _check(thread_id, messages)
+        check_batch(thread_id, messages)
         with self._lock:
             rows = self._rows.setdefault((thread_id, namespace), {})
             for message in messages:
@@ -121,25 +104,10 @@ class InMemoryArchive:
                 self._next[thread_id] = position + 1
                 rows[message.id] = (position, message.model_copy(deep=True))
 
-    async def aput(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
-    ) -> None:
-        self.put(thread_id, messages, reason=reason, namespace=namespace)
-
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         with self._lock:
             row = self._rows.get((thread_id, namespace), {}).get(message_id)
         return None if row is None else row[1].model_copy(deep=True)
-
-    async def aget(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        return self.get(thread_id, message_id, namespace=namespace)
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         with self._lock:
@@ -147,8 +115,7 @@ class InMemoryArchive:
         # Insertion order is archive order: positions are handed out under the lock.
         return [m.model_copy(deep=True) for _, m in rows]
 
-    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
-        return self.list(thread_id, namespace=namespace)
+    aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
 
 
 class SQLiteArchive(SQLiteTable):
@@ -158,7 +125,8 @@ class SQLiteArchive(SQLiteTable):
     database write lock up front (``BEGIN IMMEDIATE``) so that two processes
     archiving into one thread cannot hand out the same position. The file is
     in WAL mode so readers do not block the writer. Async methods run the sync
-    ones in a worker thread: SQLite calls are short and local.
+    ones in a worker thread (:func:`~langgraph_ctx.storage._base.in_thread`):
+    SQLite calls are short and local.
     """
 
     def __init__(self, path: str = ":memory:", *, counter: TokenCounter | None = None) -> None:
@@ -166,14 +134,9 @@ class SQLiteArchive(SQLiteTable):
         self._counter = counter or TokenCounter()
 
     def put(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
+        self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
-        _check(thread_id, messages)
+        check_batch(thread_id, messages)
         if not messages:
             return
         # Serialize and count before taking the lock: only the SQL runs under it.
@@ -206,16 +169,6 @@ class SQLiteArchive(SQLiteTable):
             finally:
                 cur.close()
 
-    async def aput(
-        self,
-        thread_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        reason: str,
-        namespace: str = "",
-    ) -> None:
-        await asyncio.to_thread(self.put, thread_id, messages, reason=reason, namespace=namespace)
-
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         rows = self._query(
             "SELECT content_json FROM lgctx_archive"
@@ -223,11 +176,6 @@ class SQLiteArchive(SQLiteTable):
             (thread_id, namespace, message_id),
         )
         return _decode(rows)[0] if rows else None
-
-    async def aget(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        return await asyncio.to_thread(self.get, thread_id, message_id, namespace=namespace)
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         return _decode(
@@ -238,8 +186,7 @@ class SQLiteArchive(SQLiteTable):
             )
         )
 
-    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
-        return await asyncio.to_thread(self.list, thread_id, namespace=namespace)
+    aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
 
     def _query(self, sql: str, params: tuple[str, ...]) -> builtins.list[tuple[str]]:
         with self._lock:
@@ -248,30 +195,3 @@ class SQLiteArchive(SQLiteTable):
 
 def _decode(rows: Sequence[tuple[str]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([json.loads(content) for (content,) in rows])
-
-
-def archive_from_url(url: str | None) -> MessageArchive:
-    """An archive from a URL.
-
-    - ``None`` or ``memory://``: :class:`InMemoryArchive`.
-    - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (the
-      SQLAlchemy convention: the path is what follows ``sqlite:///``), or
-      ``sqlite:///:memory:``: :class:`SQLiteArchive`.
-    - ``postgresql://...``: :class:`~langgraph_ctx.storage.postgres.PostgresArchive` on a pool
-      of its own, after applying migrations (needs the ``postgres`` extra).
-
-    Anything else, or a server that cannot be reached, raises
-    :class:`ConfigurationError` naming the URL, with any password redacted.
-    """
-    if url is None or url == "memory://":
-        return InMemoryArchive()
-    db = parse_url(url, field="archive_url")
-    if db.kind == "sqlite":
-        return SQLiteArchive(db.path)
-    from langgraph_ctx.storage._pgconn import connect
-    from langgraph_ctx.storage.migrations import migrate
-    from langgraph_ctx.storage.postgres import PostgresArchive
-
-    connect(db.url, field="archive_url").close()  # fail here, naming the setting
-    migrate(db.url)
-    return PostgresArchive(db.url)

@@ -1,4 +1,9 @@
-"""Checkpointers from one URL, sync and async.
+"""Stores from one URL: LangGraph checkpointers (sync and async) and the message archive.
+
+This is the one place that opens a checkpointer from a URL: the prebuilt
+agent, the demo and ``inspect`` all come through here, so every connection is
+closed on exit and migrated first (unless ``setup=False``, as ``inspect``,
+which only reads, passes).
 
 ::
 
@@ -45,8 +50,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.storage import _pgconn
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.migrations import migrate
+from langgraph_ctx.storage.postgres import PostgresArchive
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
+
+__all__ = ["archive_from_url", "async_checkpointer_from_url", "checkpointer_from_url"]
 
 
 @contextmanager
@@ -75,9 +85,7 @@ def checkpointer_from_url(
     else:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        from langgraph_ctx.storage._pgconn import open_pool
-
-        pool = open_pool(db.url, max_size=max_connections)
+        pool = _pgconn.open_pool(db.url, max_size=max_connections)
         try:
             yield PostgresSaver(pool)
         finally:
@@ -104,9 +112,7 @@ async def async_checkpointer_from_url(
     else:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        from langgraph_ctx.storage._pgconn import open_async_pool
-
-        pool = await open_async_pool(db.url, max_size=max_connections)
+        pool = await _pgconn.open_async_pool(db.url, max_size=max_connections)
         try:
             yield AsyncPostgresSaver(pool)
         finally:
@@ -126,3 +132,25 @@ def _prepare(url: str | None, setup: bool) -> DatabaseURL:
     elif db.kind == "postgres" and setup:
         migrate(db.url)
     return db
+
+
+def archive_from_url(url: str | None) -> MessageArchive:
+    """An archive from a URL; the caller closes it (a ``with`` block does).
+
+    - ``None`` or ``memory://``: :class:`~langgraph_ctx.storage.archive.InMemoryArchive`.
+    - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or
+      ``sqlite:///:memory:``: :class:`~langgraph_ctx.storage.archive.SQLiteArchive`.
+    - ``postgresql://...``: :class:`~langgraph_ctx.storage.postgres.PostgresArchive` on a
+      pool of its own, after applying migrations (needs the ``postgres`` extra).
+
+    Anything else, or a server that cannot be reached, raises
+    :class:`ConfigurationError` naming the URL, with any password redacted.
+    """
+    if url is None or url == "memory://":
+        return InMemoryArchive()
+    db = parse_url(url, field="archive_url")
+    if db.kind == "sqlite":
+        return SQLiteArchive(db.path)
+    _pgconn.connect(db.url, field="archive_url").close()  # fail here, naming the setting
+    migrate(db.url)
+    return PostgresArchive(db.url)

@@ -14,13 +14,12 @@ twin is :class:`langgraph_ctx.storage.postgres.PostgresEventSink`.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
 from collections.abc import Sequence
 
 from langgraph_ctx.state import LedgerEntry
-from langgraph_ctx.storage._base import SQLiteTable
+from langgraph_ctx.storage._base import SQLiteTable, in_thread
 
 
 class SQLiteEventSink(SQLiteTable):
@@ -52,9 +51,6 @@ class SQLiteEventSink(SQLiteTable):
                 self._conn.execute("ROLLBACK")
                 raise
 
-    async def awrite(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None:
-        await asyncio.to_thread(self.write, thread_id, namespace, entries)
-
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
         """Every event of one thread and namespace, in ``seq`` order."""
         with self._lock:
@@ -67,8 +63,7 @@ class SQLiteEventSink(SQLiteTable):
             LedgerEntry(seq=s, kind=k, node=n, ts=t, data=json.loads(d)) for s, k, n, t, d in rows
         ]
 
-    async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
-        return await asyncio.to_thread(self.list, thread_id, namespace=namespace)
+    awrite, alist = in_thread(write), in_thread(list)
 
 
 def _dumps(data: object) -> str:

@@ -39,10 +39,13 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Protocol
 
+from typing_extensions import Self
+
 from langgraph_ctx.errors import ConfigurationError, ThreadBusyError
+from langgraph_ctx.storage import _pgconn as pgconn
+from langgraph_ctx.storage._base import Closing
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 
 DEFAULT_TIMEOUT = 30.0
@@ -54,7 +57,7 @@ class _Backend(Protocol):
     def release(self) -> None: ...
 
 
-class ThreadLock:
+class ThreadLock(Closing):
     """Holds ``thread_id`` exclusively while entered (sync ``with`` or ``async with``)."""
 
     def __init__(
@@ -94,28 +97,17 @@ class ThreadLock:
     def held(self) -> bool:
         return self._backend is not None
 
-    def __enter__(self) -> ThreadLock:
+    def __enter__(self) -> Self:
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
+    close = release  # what Closing's __exit__ calls
 
-    async def __aenter__(self) -> ThreadLock:
+    async def __aenter__(self) -> Self:
         await asyncio.to_thread(self.acquire)  # waiting must not block the event loop
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await asyncio.to_thread(self.release)
 
 
@@ -164,14 +156,11 @@ def _backend(db: DatabaseURL, thread_id: str) -> _Backend:
 
 class _AdvisoryLock:
     def __init__(self, url: str, thread_id: str) -> None:
-        from langgraph_ctx.storage import _pgconn as pgconn
-
-        self._pg = pgconn
         self._thread = thread_id
         self._conn = pgconn.connect(url)
 
     def acquire(self, timeout: float | None) -> bool:
-        return self._pg.lock(self._conn, self._pg.THREADS_LOCK_CLASS, self._thread, timeout=timeout)
+        return pgconn.lock(self._conn, pgconn.THREADS_LOCK_CLASS, self._thread, timeout=timeout)
 
     def release(self) -> None:
         # Closing the session releases its advisory locks: no unlock round trip needed.

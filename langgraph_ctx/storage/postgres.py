@@ -24,7 +24,7 @@ import builtins
 import json
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
@@ -32,11 +32,9 @@ from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgconn as pgconn
 from langgraph_ctx.storage._base import Closing
-from langgraph_ctx.storage.archive import _check
+from langgraph_ctx.storage.archive import check_batch
+from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    pass
 
 _dumps = partial(json.dumps, default=str)
 
@@ -52,7 +50,8 @@ class _PgTable(Closing):
 
         self._owned = isinstance(conn, str)
         if isinstance(conn, str):
-            conn = pgconn.open_pool(conn, max_size=max_size)
+            url, field = self._postgres_url(conn), type(self).__name__
+            conn = pgconn.open_pool(url, max_size=max_size, field=field)
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -69,6 +68,16 @@ class _PgTable(Closing):
                 type(self).__name__,
                 f"expected a psycopg pool or a URL, got {type(conn).__name__}",
             )
+
+    def _postgres_url(self, url: str) -> str:
+        # Parsed like every other URL: a key=value string or a bad port is refused
+        # here, with the password hidden, before libpq could echo any of it.
+        db = parse_url(url, field=type(self).__name__)
+        if db.kind != "postgres":
+            raise ConfigurationError(
+                type(self).__name__, f"needs a postgresql:// URL, got {db.redacted!r}"
+            )
+        return db.url
 
     # -- primitives --------------------------------------------------------
 
@@ -193,7 +202,7 @@ class PostgresArchive(_PgTable):
     def _params(
         self, thread_id: str, messages: Sequence[BaseMessage], reason: str, namespace: str
     ) -> tuple[Any, ...]:
-        _check(thread_id, messages)
+        check_batch(thread_id, messages)
         return (
             thread_id,
             namespace,

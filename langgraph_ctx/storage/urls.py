@@ -21,9 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.storage._redact import redact_url
+
+__all__ = ["DatabaseURL", "data_home", "default_url", "parse_url", "redact_url"]
 
 HOME_ENV = "LANGGRAPH_CTX_HOME"
 """Overrides :func:`data_home`, e.g. to keep a project's sessions next to it."""
@@ -37,6 +40,7 @@ class DatabaseURL:
 
     kind: Kind
     url: str
+    """As given, password included: pass it to a driver, never to a message."""
     path: str = ""
     """The SQLite file (or ``":memory:"``); empty for other kinds."""
 
@@ -44,18 +48,8 @@ class DatabaseURL:
     def redacted(self) -> str:
         return redact_url(self.url)
 
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``, safe to put in an error or a log."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # a malformed netloc: say nothing about it
-        return "<unparseable URL>"
-    if not password:
-        return url
-    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    def __repr__(self) -> str:  # a repr lands in logs and tracebacks: never the password
+        return f"DatabaseURL(kind={self.kind!r}, url={self.redacted!r}, path={self.path!r})"
 
 
 def data_home() -> Path:
@@ -98,9 +92,22 @@ def parse_url(url: str | None, *, field: str = "database_url") -> DatabaseURL:
     if scheme in ("postgresql", "postgres"):
         try:
             urlsplit(url).port  # noqa: B018 - validates the port now, not at connect time
-        except ValueError as exc:
-            raise ConfigurationError(field, f"malformed URL {redact_url(url)!r}: {exc}") from None
+        except ValueError:
+            # Not urllib's message, and the URL only with its '@': in 'user:secret/db'
+            # (the '@host' forgotten) the password is what urllib reads as the port.
+            shown = f" {redact_url(url)!r}" if "@" in urlsplit(url).netloc else ""
+            raise ConfigurationError(
+                field,
+                f"malformed {scheme}:// URL{shown}: the port must be a number from 0 to "
+                "65535 (with a password: 'postgresql://user:password@host:5432/dbname')",
+            ) from None
         return DatabaseURL("postgres", url)
+    if "://" not in url and "=" in url:
+        raise ConfigurationError(
+            field,
+            f"{redact_url(url)!r} looks like a libpq key=value string; give a URL instead: "
+            "'postgresql://user:password@host:5432/dbname'",
+        )
     raise ConfigurationError(
         field,
         f"unsupported database URL {redact_url(url)!r}; use 'memory://', "
