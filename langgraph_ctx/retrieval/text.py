@@ -25,8 +25,9 @@ from collections.abc import Sequence
 
 import sentencex  # type: ignore[import-untyped]
 
-# Letters and digits of any script; "_" separates (tool names: "search_tools").
-_WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
+WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
+"""A word: letters and digits of any script, with inner ``'`` and ``-``; ``_`` separates
+("search_tools" is two). For rewriting text word by word (``WORD.sub``)."""
 # For matching, a hyphen separates too, and "'s" goes: every "x's" contraction
 # ("what's", "it's") is a stop word without it, and a possessive is its owner.
 _TERM = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
@@ -56,7 +57,7 @@ _LANGUAGE = "en"  # sentencex's abbreviation list; other scripts' stops work und
 
 def words(text: str) -> list[str]:
     """Words as written: case, digits and accents kept; inner ``'`` and ``-`` too."""
-    return _WORD.findall(text)
+    return WORD.findall(text)
 
 
 def terms(text: str) -> list[str]:
@@ -69,8 +70,15 @@ def terms(text: str) -> list[str]:
 
 
 def content_words(text: str) -> list[str]:
-    """Distinct :func:`terms` of three or more characters, in order of first appearance."""
-    return list(dict.fromkeys(t for t in terms(text) if len(t) > 2))
+    """Distinct lower-cased words of three or more characters, no stop words, "'s" cut,
+    in order of first appearance: the concepts two texts can share. Unlike :func:`terms`,
+    a compound stays whole: "follow-up" is one concept, and "up" none."""
+    out: dict[str, None] = {}
+    for word in WORD.findall(text.casefold().replace("\u2019", "'")):
+        word = word.removesuffix("'s")
+        if len(word) > 2 and word not in STOP_WORDS:
+            out[word] = None
+    return list(out)
 
 
 def _segments(text: str) -> list[str]:
