@@ -39,6 +39,7 @@ from langgraph_ctx.compression._entities import _whole_word_in, entities, norm, 
         ("Ask Mrs. Hope about it.", {"Hope"}),
         ("It was 5 p.m. Nobody came.", {"5 p.m."}),
         ("Mr. J. R. Ewing and the US team.", {"Ewing", "US"}),
+        ("- INV-7 Customer asked again.", {"INV-7"}),  # a list item starts like a sentence
     ],
 )
 def test_names_in_any_script(text: str, expected: set[str]) -> None:

@@ -77,7 +77,7 @@ _QUOTED = regex.compile(
 # After these a capital is no evidence of a name: a list item, a quote, a clause.
 # Not ':': after a label ("notes: Fedex") a capital is usually a name. Not the
 # sentence ends (. ! ?): those are the sentence splitter's call ("Dr. Müller").
-_CLAUSE_START = frozenset(";\n\"'(*#>-\u201c\u2018\u2014\u2013")
+_CLAUSE_START = frozenset(["", *";\n\"'(*#>-\u201c\u2018\u2014\u2013"])
 _SENTENCE_END = frozenset(".!?\u2026\u3002")
 # A sentence adverb ("Occasionally,", "Performance-wise,") is no name.
 # Nor, at the start of a sentence, is a gerund or an abstract noun ("Walking", "Friendship").
@@ -85,24 +85,30 @@ _ADVERB = re.compile(r"(?:ly|wise|wards?|ing|ship|[st]ion|ness|ment)$")
 
 
 class _Starts:
-    """Whether a place in a text begins a sentence or clause; the text is split into
-    sentences only if some capital follows a period, and then once."""
+    """Whether a name at a place of ``rest`` (``text`` with entities blanked) begins a
+    sentence or clause. ``text`` is split into sentences only if a name follows a
+    sentence mark, and then once."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, rest: str, text: str) -> None:
+        self.rest, self.text = rest, text
         self._sentences: set[int] | None = None
 
     def __call__(self, index: int) -> bool:
-        j = index - 1
-        while j >= 0 and self.text[j] in " \t":
-            j -= 1
-        if j < 0 or self.text[j] in _CLAUSE_START:
-            return True
-        if self.text[j] not in _SENTENCE_END:
-            return False
+        if _mark_before(self.rest, index) in _CLAUSE_START:
+            return True  # "" too: the start of the text
+        if _mark_before(self.text, index) not in _SENTENCE_END:
+            return False  # "p.m." is blanked in ``rest``: its period is seen in ``text``
         if self._sentences is None:
             self._sentences = sentence_starts(self.text)
         return index in self._sentences
+
+
+def _mark_before(text: str, index: int) -> str:
+    """The last character before ``index`` that is no space or tab ("" if none)."""
+    j = index - 1
+    while j >= 0 and text[j] in " \t":
+        j -= 1
+    return text[j] if j >= 0 else ""
 
 
 def _ordinary(word: str, lower: set[str]) -> bool:
@@ -135,7 +141,7 @@ def entity_list(text: str, ordinary: Collection[str] = ()) -> list[str]:
     lower = lowercase_words(rest)
     if ordinary:
         lower |= {w.casefold() for w in words(rest) if w.casefold() in ordinary}
-    starts = _Starts(text)
+    starts = _Starts(rest, text)
     names: list[tuple[str, bool]] = []  # (name, whether it counts on its own)
     for m in _CAPITAL.finditer(rest):
         run: list[str] = m.group(0).split()
