@@ -38,7 +38,7 @@ from langmem.short_term import summarize_messages
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TieredCompression
 from langgraph_ctx.agent.nodes import call_llm_node
-from langgraph_ctx.compression.summarizers import entities
+from langgraph_ctx.compression import entities
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.testing import ScriptedChatModel
 

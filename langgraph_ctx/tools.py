@@ -16,9 +16,6 @@ and ``search_tools``) cannot overwrite each other.
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
@@ -29,17 +26,13 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.retrieval.text import BM25
 from langgraph_ctx.state import lru_reducer
 from langgraph_ctx.tokens import TokenCounter
 
 __all__ = ["SEARCH_TOOLS", "ToolRegistry", "lru_reducer", "search_tools_tool", "tools_node"]
 
 SEARCH_TOOLS = "search_tools"
-_TERM = re.compile(r"[a-z0-9]+")
-
-
-def _terms(text: str) -> list[str]:
-    return _TERM.findall(text.replace("_", " ").lower())
 
 
 class ToolRegistry:
@@ -66,10 +59,8 @@ class ToolRegistry:
         """Schema tokens per tool."""
         self.search_tool = search_tools_tool(self)
         self.cost[SEARCH_TOOLS] = counter.count_tool(self.search_tool)
-        docs = {name: _terms(f"{name} {name} {t.description}") for name, t in self._tools.items()}
-        self._docs = {name: Counter(terms) for name, terms in docs.items()}
-        frequency = Counter(term for terms in self._docs.values() for term in terms)
-        self._idf = {t: math.log(1 + len(docs) / n) for t, n in frequency.items()}
+        # The name twice: it says what a tool does in the fewest words.
+        self._index = BM25([f"{n} {n} {t.description}" for n, t in self._tools.items()])
 
     @property
     def names(self) -> list[str]:
@@ -79,12 +70,8 @@ class ToolRegistry:
         return self.search_tool if name == SEARCH_TOOLS else self._tools.get(name)
 
     def search(self, query: str, *, k: int = 5) -> list[str]:
-        """Tool names ranked by term overlap with the query (TF-IDF), best first."""
-        terms = set(_terms(query))
-        scores = {
-            name: sum(self._idf.get(t, 0.0) * min(doc[t], 3) for t in terms)
-            for name, doc in self._docs.items()
-        }
+        """Tool names ranked by relevance to the query (BM25 on name and description)."""
+        scores = dict(zip(self._tools, self._index.scores(query), strict=True))
         ranked = sorted((n for n, s in scores.items() if s > 0), key=lambda n: -scores[n])
         return ranked[:k]
 

@@ -1,4 +1,4 @@
-"""Entity retention: whole-word matching without one regex per entity."""
+"""Entities: names in any script, sentence starts, and retention by whole words."""
 
 from __future__ import annotations
 
@@ -9,7 +9,41 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from langgraph_ctx.compression._entities import _whole_word_in, norm, retention
+from langgraph_ctx.compression._entities import _whole_word_in, entities, norm, retention
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Dr. Müller at the Charité in Zürich",
+            {"Müller", "Charité", "Zürich"},
+        ),
+        (
+            "Ólafur flew from Łódź to São Paulo.",
+            {"Ólafur", "Łódź", "São Paulo"},
+        ),
+        (
+            "We read Émile Zola with Søren Kierkegaard.",
+            {"Émile Zola", "Søren Kierkegaard"},
+        ),
+        (
+            "Flights to Αθήνα and Москва, via ÅRHUS.",
+            {"Αθήνα", "Москва", "ÅRHUS"},
+        ),
+        # CJK has no case: no name is guessed from it, and it splits no Latin name.
+        ("東京で田中さんに会った。", set()),
+        ("We met 田中 at Tokyo Station.", {"Tokyo Station"}),
+        # A title is no name, and the period after it ends no sentence: "Hope" is a
+        # common word, a name here; "Nobody" does start a sentence after "p.m.".
+        ("Ask Mrs. Hope about it.", {"Hope"}),
+        ("It was 5 p.m. Nobody came.", {"5 p.m."}),
+        ("Mr. J. R. Ewing and the US team.", {"Ewing", "US"}),
+        ("- INV-7 Customer asked again.", {"INV-7"}),  # a list item starts like a sentence
+    ],
+)
+def test_names_in_any_script(text: str, expected: set[str]) -> None:
+    assert entities(text) == expected
 
 
 def regex_retention(originals: Sequence[str], summary: str) -> float:

@@ -27,7 +27,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from langgraph_ctx.compression.summarizers import (
+from langgraph_ctx.compression import (
     SUMMARY_PROMPT,
     ChatModelSummarizer,
     ExtractiveSummarizer,
@@ -577,3 +577,15 @@ def test_invalid_settings_are_configuration_errors() -> None:
     assert info.value.field == "timeout"
     with pytest.raises(ConfigurationError):
         ChatModelSummarizer(ScriptedChatModel()).summarize(support_session(), max_tokens=-1)
+
+
+def test_the_compression_package_lists_its_public_names_once() -> None:
+    import pkgutil
+
+    import langgraph_ctx.compression as package
+    from langgraph_ctx.compression import summarizers
+
+    modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+    public = {n for n in vars(package) if not n.startswith("_")} - modules
+    assert public == set(package.__all__)
+    assert not hasattr(summarizers, "__all__")  # no second list to drift from the first

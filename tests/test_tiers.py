@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx import pin
-from langgraph_ctx.compression._tiers import plan_compression, safe_cuts, split_tiers
+from langgraph_ctx.compression._tiers import on_topic, plan_compression, safe_cuts, split_tiers
 
 
 @st.composite
@@ -130,3 +130,15 @@ def test_the_token_cap_wins_over_the_turn_floor_down_to_the_current_turn() -> No
     tiny = plan_compression(history, count, max_protected_tokens=10, **options)
     assert tiny.keep[0].id == "u5"  # never less than the current turn
     assert_whole(tiny.compress)
+
+
+def test_topic_overlap_counts_whole_words_of_any_script() -> None:
+    # An ASCII-only tokenizer read "Zürich" as "rich": one topic with "Rich clients".
+    assert not on_topic(
+        HumanMessage("Book flights to Zürich"), HumanMessage("Rich clients only"), 0.12
+    )
+    assert on_topic(HumanMessage("Hotels in Zürich?"), HumanMessage("Restaurants in Zürich"), 0.12)
+    # Function words are no shared topic.
+    assert not on_topic(
+        HumanMessage("What about the invoice?"), HumanMessage("What about the weather?"), 0.12
+    )

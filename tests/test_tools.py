@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
@@ -41,6 +42,23 @@ def test_search_ranks_by_name_and_description() -> None:
     assert registry.search("track a shipment through customs")[0].endswith("_shipping")
     assert registry.search("overdue invoice payments")[0].endswith("_billing")
     assert registry.search("zzz qqq") == []
+
+
+def test_search_matches_whole_words_of_any_script() -> None:
+    @tool
+    def office_hours(city: str) -> str:
+        """Opening hours of the Zürich office."""
+        return city
+
+    @tool
+    def templates(kind: str) -> str:
+        """List rich-text e-mail templates."""
+        return kind
+
+    registry = ToolRegistry([office_hours, templates])
+    # An ASCII-only tokenizer read "Zürich" as "z" and "rich": both tools matched.
+    assert registry.search("Zürich") == ["office_hours"]
+    assert registry.search("rich text") == ["templates"]
 
 
 def test_bound_is_search_always_then_cache() -> None:

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
-from langgraph_ctx.compression.summarizers import ExtractiveSummarizer, entities
+from langgraph_ctx.compression import ExtractiveSummarizer, entities
 from langgraph_ctx.tokens import message_text
 
 from .session import TokenTally

@@ -3,17 +3,17 @@
 The middleware that runs compression is :class:`langgraph_ctx.middleware.TieredCompression`;
 this package holds what it uses: the tier planner (``_tiers``), the offline
 extractive summarizer (``_extractive``), entity retention (``_entities``) and
-the common-word list both lean on (``_lexicon``).
+the common-word list both lean on (``_lexicon``). ``__all__`` below is the one
+list of its public names.
 """
 
+from langgraph_ctx.compression._entities import entities, entity_retention
+from langgraph_ctx.compression._extractive import ExtractiveSummarizer
 from langgraph_ctx.compression.summarizers import (
     SUMMARY_PROMPT,
     ChatModelSummarizer,
-    ExtractiveSummarizer,
     FallbackHook,
     Summarizer,
-    entities,
-    entity_retention,
     transcript,
 )
 

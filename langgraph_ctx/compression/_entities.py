@@ -2,7 +2,9 @@
 
 Later turns most often need these word for word, so the extractive summarizer
 ranks lines by them and the compression metric (entity retention) counts them.
-Regex-based and linear in the text: a heuristic, not NER.
+Regex-based and linear in the text: a heuristic, not NER. Names are found by
+case in any script that has one ("Zürich", "Łódź", "Αθήνα"); scripts without
+case (CJK) yield no guessed names.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+import regex  # type: ignore[import-untyped]  # \p{Lu}: capitals of every script
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.compression._lexicon import is_common
+from langgraph_ctx.retrieval.text import STOP_WORDS, sentence_starts, words
 from langgraph_ctx.tokens import message_text
 
 _MONTH = (
@@ -47,40 +51,64 @@ NUMBER_WORD = re.compile(rf"\b{_NUMBER_WORD}\b", re.IGNORECASE)
 entity: out of its sentence it says nothing; the summarizer weighs it as a rare word."""
 # A capitalized word (CamelCase, hyphenated: "McDonald", "Engi-House") or an acronym;
 # a name is a run of them, possibly joined by "of" or "&" ("Bank of America").
-_CAP_WORD = r"(?:[A-Z][a-z]+(?:[A-Z][a-z]*)*(?:-[A-Za-z][a-z]*)*|[A-Z]{2,6}s?)\b"
-_CAPITAL = re.compile(rf"\b{_CAP_WORD}(?:(?:[ \t]+|[ \t]+(?:of|&)[ \t]+){_CAP_WORD})*")
-_STOP_WORDS = """
-a an the i we you he she it they this that these those there here what when where which
-who whom whose why how can could would should will shall may might must do does did is are was
-were be been am have has had let please thanks thank sure great hello hi hey yes no ok okay and
-but or so if then also now just our my your their his her its for in on at to from with by of as
-after before once since because while next first second last finally note done got perfect good
-fine alright right well oh any all some each every both not none one user assistant tool system
-today tomorrow yesterday mentioned conversation summary recalled memory i'm i've i'd i'll
-id ids
+_UPPER = r"[\p{Lu}\p{Lt}]"
+_CAP_WORD = (
+    rf"(?:{_UPPER}\p{{Ll}}+(?:\p{{Lu}}\p{{Ll}}*)*(?:-\p{{L}}\p{{Ll}}*)*|\p{{Lu}}{{2,6}}s?)\b"
+)
+_CAPITAL = regex.compile(rf"\b{_CAP_WORD}(?:(?:[ \t]+|[ \t]+(?:of|&)[ \t]+){_CAP_WORD})*")
+# Words that open a run of capitals but name nothing: function words, the words of
+# chat and of our own summaries, and titles ("Dr. Müller" is Müller). Not "us":
+# a capitalized "US" is the country.
+_CHAT_WORDS = """
+sure great hello hi hey yes ok okay alright right well oh fine good perfect done got note
+next first second last finally one once user assistant tool system today tomorrow
+yesterday mentioned conversation summary recalled memory id ids
 """
-_STOP = frozenset(_STOP_WORDS.split())
+_TITLES = frozenset(["dr", "mr", "mrs", "ms", "mx", "prof", "rev", "st"])
+_NOT_A_NAME = (STOP_WORDS - {"us"}) | frozenset(_CHAT_WORDS.split()) | _TITLES
 # A title in quotes ("Tech for Good", 'Future Focus'): capitalized words, with the
 # small words a title may hold between them. Quotes make it a name even at the start.
-_TITLE_WORD = r"[A-Z][\w'\u2019&.-]*"
-_QUOTED = re.compile(
+_TITLE_WORD = rf"{_UPPER}[\w'\u2019&.-]*"
+_QUOTED = regex.compile(
     rf"(?<![\w])[\"\u201c\u2018'](?P<title>{_TITLE_WORD}(?:[ \t]+(?:{_TITLE_WORD}|"
-    rf"(?:of|for|the|and|a|an|in|on|to|at|with|by)(?=[ \t]+[A-Z]))){{0,5}})[\"\u201d\u2019']"
+    rf"(?:of|for|the|and|a|an|in|on|to|at|with|by)(?=[ \t]+{_UPPER}))){{0,5}})[\"\u201d\u2019']"
     r"(?![\w])"
 )
-# Not ':': after a label ("notes: Fedex") a capital is usually a name.
-_SENTENCE_START = frozenset(".!?;\n\"'(*#>-\u201c\u2018\u2014\u2013")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019-]*")
+# After these a capital is no evidence of a name: a list item, a quote, a clause.
+# Not ':': after a label ("notes: Fedex") a capital is usually a name. Not the
+# sentence ends (. ! ?): those are the sentence splitter's call ("Dr. Müller").
+_CLAUSE_START = frozenset(["", *";\n\"'(*#>-\u201c\u2018\u2014\u2013"])
+_SENTENCE_END = frozenset(".!?\u2026\u3002")
 # A sentence adverb ("Occasionally,", "Performance-wise,") is no name.
 # Nor, at the start of a sentence, is a gerund or an abstract noun ("Walking", "Friendship").
 _ADVERB = re.compile(r"(?:ly|wise|wards?|ing|ship|[st]ion|ness|ment)$")
 
 
-def _at_sentence_start(text: str, index: int) -> bool:
+class _Starts:
+    """Whether a name at a place of ``rest`` (``text`` with entities blanked) begins a
+    sentence or clause. ``text`` is split into sentences only if a name follows a
+    sentence mark, and then once."""
+
+    def __init__(self, rest: str, text: str) -> None:
+        self.rest, self.text = rest, text
+        self._sentences: set[int] | None = None
+
+    def __call__(self, index: int) -> bool:
+        if _mark_before(self.rest, index) in _CLAUSE_START:
+            return True  # "" too: the start of the text
+        if _mark_before(self.text, index) not in _SENTENCE_END:
+            return False  # "p.m." is blanked in ``rest``: its period is seen in ``text``
+        if self._sentences is None:
+            self._sentences = sentence_starts(self.text)
+        return index in self._sentences
+
+
+def _mark_before(text: str, index: int) -> str:
+    """The last character before ``index`` that is no space or tab ("" if none)."""
     j = index - 1
     while j >= 0 and text[j] in " \t":
         j -= 1
-    return j < 0 or text[j] in _SENTENCE_START
+    return text[j] if j >= 0 else ""
 
 
 def _ordinary(word: str, lower: set[str]) -> bool:
@@ -89,7 +117,11 @@ def _ordinary(word: str, lower: set[str]) -> bool:
 
 def lowercase_words(text: str) -> set[str]:
     """Words ``text`` writes in lower case: ordinary words, whatever starts a sentence."""
-    return {w.casefold() for w in _WORD.findall(text) if w[0].islower()}
+    return {w.casefold() for w in words(text) if w[0].islower()}
+
+
+def _blank(m: re.Match[str]) -> str:
+    return " " * (m.end() - m.start())
 
 
 def entity_list(text: str, ordinary: Collection[str] = ()) -> list[str]:
@@ -99,34 +131,37 @@ def entity_list(text: str, ordinary: Collection[str] = ()) -> list[str]:
     :func:`lowercase_words`); at the start of a sentence they are not names.
     """
     found = dict.fromkeys(m.group(0) for m in _TOKEN.finditer(text))
-    rest = _TOKEN.sub(" ", text)  # so "ACC" of ACC-48213 is not also a proper noun
+    # Blanked, not cut, so that places in ``rest`` are places in ``text``: "ACC" of
+    # ACC-48213 is no proper noun, and "5 p.m." still ends the sentence before "Nobody".
+    rest = _TOKEN.sub(_blank, text)
     titles = [m.group("title") for m in _QUOTED.finditer(rest)]
     if titles:
         found.update((t, None) for t in titles if " " in t or not is_common(t))
-        rest = _QUOTED.sub(" ", rest)
+        rest = _QUOTED.sub(_blank, rest)
     lower = lowercase_words(rest)
     if ordinary:
-        lower |= {w.casefold() for w in _WORD.findall(rest) if w.casefold() in ordinary}
+        lower |= {w.casefold() for w in words(rest) if w.casefold() in ordinary}
+    starts = _Starts(rest, text)
     names: list[tuple[str, bool]] = []  # (name, whether it counts on its own)
     for m in _CAPITAL.finditer(rest):
-        words = m.group(0).split()
-        initial = _at_sentence_start(rest, m.start())
+        run: list[str] = m.group(0).split()
+        initial = starts(m.start())
         # Leading function words are no part of a name ("Thanks Bob"), nor is an
         # ordinary word that only starts the sentence ("Happy Friday" is "Friday").
-        while words and (
-            words[0].casefold() in _STOP
-            or (initial and len(words) > 1 and _ordinary(words[0], lower))
+        while run and (
+            run[0].casefold() in _NOT_A_NAME
+            or (initial and len(run) > 1 and _ordinary(run[0], lower))
         ):
-            words.pop(0)
-        while words and words[-1] in ("of", "&"):
-            words.pop()
-        if not words:
+            run.pop(0)
+        while run and run[-1] in ("of", "&"):
+            run.pop()
+        if not run:
             continue
-        name = " ".join(words)
+        name = " ".join(run)
         # After a sentence boundary a lone capital proves nothing ("Happy to help",
         # "Total Cost": "Cost") unless it is no ordinary word ("Dealogic has become..."),
         # or it recurs mid-sentence. A run of capitals ("Maria Lopez") is a name anywhere.
-        sure = not initial or len(words) > 1 or not _ordinary(name, lower)
+        sure = not initial or len(run) > 1 or not _ordinary(name, lower)
         names.append((name, sure))
     named = {name for name, sure in names if sure}
     found.update((name, None) for name, _ in names if name in named)

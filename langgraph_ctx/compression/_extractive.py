@@ -49,6 +49,7 @@ from langgraph_ctx.compression._entities import NUMBER_WORD, entity_list, lowerc
 from langgraph_ctx.compression._lexicon import is_common
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import SUMMARY_PREFIX, is_summary
+from langgraph_ctx.retrieval.text import STOP_WORDS, WORD, content_words, sentences, words
 from langgraph_ctx.tokens import TokenCounter
 
 # --- weights ------------------------------------------------------------------
@@ -77,7 +78,6 @@ CALL = 2.0  # flat bonus: a tool call, what was done
 
 # --- patterns -----------------------------------------------------------------
 
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\s*\n\s*")
 # Clause boundaries of a long sentence: after , ; : and around dashes.
 _CLAUSE = re.compile(r"(?<=[,;:])\s+|\s+[\u2014\u2013-]{1,2}\s+|[\u2014\u2013]")
 _LONG = 24  # words: longer sentences are cut into clauses, each kept or dropped alone
@@ -125,19 +125,24 @@ _FILLER = re.compile(
     r"(?=\s)|\b(?:really|actually|basically|literally|definitely|totally|truly|just|quite|"
     r"very|super|pretty much|a little bit|a bit|so much)\s+(?=\w)"
 )
-# What a telegraphic note leaves out: function words. Negations, possessives,
-# numbers and every content word stay ("don't ship to PO boxes" keeps "don't"), and
-# so do "and" and "or", or two names would run into one ("Washington and Oregon").
-_NOTE_CUT_WORDS = """
-a an the i i'm i've i'd i'll me myself you you're your yours he him she it it's its we we're
-we've us they they're them this that these those there there's here which who whom what is are
-was were be been being am do does did doing have has had having would could should might may
-can shall will to of in on at for with by from as into onto about than then so but because
-since while although though if also just like such some any each
+# What a telegraphic note leaves out: the stop words, but for those that change what
+# it says. Negations stay ("don't ship to PO boxes" keeps "don't"), and possessives,
+# quantifiers and question words; so do "and" and "or", or two names would run into
+# one ("Washington and Oregon").
+_NOTE_KEEPS = """
+and or nor not no never none cannot don't doesn't didn't isn't aren't wasn't weren't won't
+wouldn't can't couldn't shouldn't hasn't haven't hadn't my mine our ours their theirs his
+her hers all both every either neither more after before until unless when where why how must now
+whose whether
 """
-_NOTE_CUT = frozenset(_NOTE_CUT_WORDS.split())
-_NOTE_WORD = re.compile(r"[A-Za-z][A-Za-z'\u2019]*")
-_WORD = re.compile(r"[a-z][a-z'\u2019-]*[a-z]")
+_NOTE_CUT = STOP_WORDS - frozenset(_NOTE_KEEPS.split())
+_SPACES = re.compile(r"\s{2,}")
+_SPACE_BEFORE_MARK = re.compile(r"\s+([,;:.!?)])")
+_MARK_RUN = re.compile(r"([,;:])(?:\s*[,;:])+")  # ", , " left by cut words
+_SMALL_NUMBER = re.compile(r"\d{1,3}")
+_AMOUNT = re.compile(r"[\d.,]+")
+_DIGIT = re.compile(r"\d")
+_LETTERS = re.compile(r"[A-Za-z]{2}")
 _HEAD = re.compile(r"^(User|Assistant|System|Tool(?: [\w.-]+)?): ")
 _SPEAKERS = ("User: ", "Assistant: ", "System: ")
 _CALL_LINE = "Assistant called "
@@ -221,11 +226,11 @@ class _Pool:
 
 def _entity_weight(entity: str, data: bool = False) -> float:
     """``data``: it comes from a tool result's records, bulk data rather than a statement."""
-    if data and re.fullmatch(r"\d{1,3}", entity):
+    if data and _SMALL_NUMBER.fullmatch(entity):
         return 1.0  # a seat count, a small price in a listing: rarely needed later
-    if re.fullmatch(r"[\d.,]+", entity):
+    if _AMOUNT.fullmatch(entity):
         return 2.0
-    if "@" in entity or (re.search(r"\d", entity) and re.search(r"[A-Za-z]{2}", entity)):
+    if "@" in entity or (_DIGIT.search(entity) and _LETTERS.search(entity)):
         return IDENTIFIER  # ACC-48213, HAT175: nothing later can rebuild them
     return ENTITY
 
@@ -312,12 +317,12 @@ def _compact(text: str) -> str:
     """Cut leading interjections, fillers and asides."""
     text = _LEAD.sub("", text.strip())
     text = _FILLER.sub(lambda m: " " if m.group(0)[:1] in ",\t " else "", text)
-    return re.sub(r"\s{2,}", " ", text).strip()
+    return _SPACES.sub(" ", text).strip()
 
 
 def _note(text: str, entities: Sequence[str]) -> str:
     """``text`` as a telegraphic note: function words out, entities untouched."""
-    spans = [(m.start(), m.end()) for e in entities for m in re.finditer(re.escape(e), text)]
+    spans = [(i, i + len(e)) for e in entities if e for i in _places(e, text)]
 
     def cut(m: re.Match[str]) -> str:
         inside = any(a <= m.start() < b for a, b in spans)
@@ -326,10 +331,18 @@ def _note(text: str, entities: Sequence[str]) -> str:
         title = word == "the" and text[m.end() : m.end() + 2].strip()[:1].isupper()
         return m.group(0) if inside or title or word not in _NOTE_CUT else ""
 
-    note = _NOTE_WORD.sub(cut, text)
-    note = re.sub(r"\s+([,;:.!?)])", r"\1", re.sub(r"\s{2,}", " ", note))
-    note = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", note)  # ", , " left by cut words
+    note = WORD.sub(cut, text)
+    note = _SPACE_BEFORE_MARK.sub(r"\1", _SPACES.sub(" ", note))
+    note = _MARK_RUN.sub(r"\1", note)
     return note.strip(" ,;:")
+
+
+def _places(needle: str, text: str) -> Iterator[int]:
+    """Where ``needle`` starts in ``text``, overlaps included (no pattern per entity)."""
+    i = text.find(needle)
+    while i >= 0:
+        yield i
+        i = text.find(needle, i + 1)
 
 
 def _words(text: str, entities: Sequence[str], factor: float) -> dict[str, float]:
@@ -337,9 +350,7 @@ def _words(text: str, entities: Sequence[str], factor: float) -> dict[str, float
     for e in entities:  # words of an entity are counted as the entity
         lowered = lowered.replace(e.casefold(), " ")
     out: dict[str, float] = {}
-    for w in _WORD.findall(lowered):
-        if len(w) < 3 or w in _NOTE_CUT:
-            continue
+    for w in content_words(lowered):
         key = w[:-1] if w.endswith("s") and not w.endswith("ss") and len(w) > 4 else w
         out[key] = factor * (COMMON_WORD if is_common(w) else RARE_WORD)
     return out
@@ -430,7 +441,7 @@ class ExtractiveSummarizer:
                 pieces = [(" | ", r) for r in records]
             else:
                 pieces = []
-                for sentence in _SPLIT.split(text):
+                for sentence in sentences(text):
                     for k, (joint, clause) in enumerate(_clauses(sentence)):
                         pieces.append((joint if k else " ", clause))
             for joint, piece in pieces:
@@ -439,7 +450,7 @@ class ExtractiveSummarizer:
                 if not piece or key in seen:
                     continue  # a duplicate
                 found = entity_list(_record_values(piece) if records else piece, ordinary)
-                if not found and (key in stated or set(re.findall(r"[a-z']+", key)) <= _PLEASANT):
+                if not found and (key in stated or set(words(key)) <= _PLEASANT):
                     continue  # a restatement, or a pleasantry
                 seen.add(key)
                 spelled = NUMBER_WORD.findall(piece)
@@ -695,4 +706,4 @@ def _last(pool: _Pool, i: int) -> int:
 
 def _sentence_keys(summary: str) -> set[str]:
     lines = (_HEAD.sub("", line) for line in summary.splitlines())
-    return {" ".join(s.split()).casefold() for line in lines for s in _SPLIT.split(line)}
+    return {" ".join(s.split()).casefold() for line in lines for s in sentences(line)}

@@ -16,65 +16,13 @@ compression middleware does the summarizing, archiving and state update.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx.markers import is_pinned, is_summary, summary_info
-
-_WORD = re.compile(r"[a-z0-9][a-z0-9_\-]{2,}")
-_STOP = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "you",
-        "are",
-        "was",
-        "were",
-        "with",
-        "that",
-        "this",
-        "have",
-        "from",
-        "what",
-        "which",
-        "when",
-        "where",
-        "will",
-        "would",
-        "can",
-        "could",
-        "should",
-        "please",
-        "thanks",
-        "also",
-        "about",
-        "into",
-        "them",
-        "then",
-        "than",
-        "there",
-        "their",
-        "our",
-        "your",
-        "its",
-        "how",
-        "why",
-        "who",
-        "all",
-        "any",
-        "not",
-        "but",
-        "just",
-        "like",
-        "more",
-        "some",
-        "such",
-    ]
-)
+from langgraph_ctx.retrieval.text import content_words
 
 
 @dataclass(frozen=True)
@@ -155,10 +103,6 @@ def turn_starts(messages: Sequence[BaseMessage]) -> list[int]:
     return starts if starts and starts[0] == 0 else [0, *starts]
 
 
-def _words(message: BaseMessage) -> set[str]:
-    return {w for w in _WORD.findall(message.text.lower()) if w not in _STOP}
-
-
 def on_topic(a: BaseMessage, b: BaseMessage, threshold: float) -> bool:
     """Whether two user messages share enough content words to be one thread.
 
@@ -166,7 +110,7 @@ def on_topic(a: BaseMessage, b: BaseMessage, threshold: float) -> bool:
     change rarely shares vocabulary, and a false "same topic" only protects a
     little more history, which is the safe side.
     """
-    wa, wb = _words(a), _words(b)
+    wa, wb = set(content_words(a.text)), set(content_words(b.text))
     if not wa or not wb:
         return True
     return len(wa & wb) / len(wa | wb) >= threshold

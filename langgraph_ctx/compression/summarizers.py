@@ -11,8 +11,9 @@ are built, and measured, around keeping them:
   compacts sentences without a model: deterministic, offline, the default and
   the fallback.
 
-The entity measure that judges them lives in :mod:`langgraph_ctx.compression._entities`;
-``entities`` and ``entity_retention`` are re-exported here.
+The entity measure that judges them lives in :mod:`langgraph_ctx.compression._entities`.
+The public names are listed once, in :mod:`langgraph_ctx.compression`: import them
+from there.
 """
 
 from __future__ import annotations
@@ -27,25 +28,13 @@ from typing import Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langgraph_ctx.compression._entities import (
-    entities,
-    entity_retention,
-    message_entities,
-    retention,
-)
-from langgraph_ctx.compression._extractive import ExtractiveSummarizer, role_head
+# Re-exported (``as``) for the modules that import them from here.
+from langgraph_ctx.compression._entities import entities as entities
+from langgraph_ctx.compression._entities import entity_retention as entity_retention
+from langgraph_ctx.compression._entities import message_entities, retention
+from langgraph_ctx.compression._extractive import ExtractiveSummarizer as ExtractiveSummarizer
+from langgraph_ctx.compression._extractive import role_head
 from langgraph_ctx.errors import ConfigurationError
-
-__all__ = [
-    "SUMMARY_PROMPT",
-    "ChatModelSummarizer",
-    "ExtractiveSummarizer",
-    "FallbackHook",
-    "Summarizer",
-    "entities",
-    "entity_retention",
-    "transcript",
-]
 
 SUMMARY_PROMPT = """\
 You condense the older part of a conversation between a user, an AI assistant \

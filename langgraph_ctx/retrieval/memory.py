@@ -24,12 +24,13 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.store.base import BaseStore, Item, SearchItem
 from langgraph.store.memory import InMemoryStore
+from typing_extensions import Unpack
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.text import bm25
@@ -47,6 +48,17 @@ ROOT = "lgctx_memory"
 SESSIONS = "lgctx_sessions"
 
 Scope = tuple[str, ...]
+
+
+class MemoryOptions(TypedDict, total=False):
+    """The keyword options of :meth:`MemoryBank.remember` and :meth:`~MemoryBank.aremember`."""
+
+    level: Level
+    """How general the memory is; default ``"observation"``."""
+    source: str
+    """Who wrote it: ``"api"`` (default), ``"agent"`` for the remember tool."""
+    key: str | None
+    """The store key; default a digest of level and text, so a rewrite keeps one key."""
 
 
 @dataclass(frozen=True)
@@ -138,31 +150,15 @@ class MemoryBank:
 
     # -- writing -------------------------------------------------------------
 
-    def remember(
-        self,
-        scope: Scope,
-        text: str,
-        *,
-        level: Level = "observation",
-        source: str = "api",
-        key: str | None = None,
-    ) -> Memory:
+    def remember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Store a memory (idempotent: the same text and level keep one key)."""
-        memory, value = self._new(scope, text, level, source, key)
+        memory, value = self._new(scope, text, options)
         self.store.put(namespace(ROOT, scope), memory.key, value, index=["text"])
         return memory
 
-    async def aremember(
-        self,
-        scope: Scope,
-        text: str,
-        *,
-        level: Level = "observation",
-        source: str = "api",
-        key: str | None = None,
-    ) -> Memory:
+    async def aremember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Async :meth:`remember`."""
-        memory, value = self._new(scope, text, level, source, key)
+        memory, value = self._new(scope, text, options)
         await self.store.aput(namespace(ROOT, scope), memory.key, value, index=["text"])
         return memory
 
@@ -213,9 +209,12 @@ class MemoryBank:
     # -- internals -----------------------------------------------------------
 
     def _new(
-        self, scope: Scope, text: str, level: str, source: str, key: str | None
+        self, scope: Scope, text: str, options: MemoryOptions
     ) -> tuple[Memory, dict[str, Any]]:
         _check_scope(scope)
+        level = options.get("level", "observation")
+        source = options.get("source", "api")
+        key = options.get("key")
         if level not in LEVELS:
             raise ConfigurationError("level", f"must be one of {list(LEVELS)}, got {level!r}")
         if not text.strip():

@@ -1,7 +1,19 @@
-"""Lexical ranking (BM25): how memories are ranked when the store has no embedding index.
+"""The package's one text module: words, terms, the stop list, sentences and BM25.
 
-Offline and model-free, so recall works on the embedded defaults. The corpus
-is the candidate set itself, so IDF reflects the scope being searched.
+Recall, tool search, the topic-change test of tiered compression, the
+``think`` node's gap check, the extractive summarizer and entity extraction
+all read text through these functions, so a word means the same thing
+everywhere. Two tokenizations, because callers need two things:
+
+- :func:`words`: words as written (case, digits, accents, inner apostrophes
+  and hyphens kept: "Müller", "don't", "follow-up", "v2"), for code that looks
+  at shape and case (entities, telegraphic notes);
+- :func:`terms`: lower-cased words without stop words, for code
+  that matches text against text (BM25, topic overlap). "Bob's" and
+  "follow-up" come apart here, so that "Bob" and "follow up" match them.
+
+Offline and model-free: sentence boundaries come from ``sentencex`` (rules and
+abbreviation lists compiled into the wheel; nothing is downloaded at run time).
 """
 
 from __future__ import annotations
@@ -11,34 +23,126 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-_WORD = re.compile(r"\w+")
-_STOPWORDS = (
-    "a an and are as at be by did do does for from had has have how i in is it its me my of "
-    "on or our so that the their them then there these they this to was we were what when "
-    "where which who whom why will with you your"
-)
-_STOP = frozenset(_STOPWORDS.split())
+import sentencex  # type: ignore[import-untyped]
+
+WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
+"""A word: letters and digits of any script, with inner ``'`` and ``-``; ``_`` separates
+("search_tools" is two). For rewriting text word by word (``WORD.sub``)."""
+# For matching, a hyphen separates too, and "'s" goes: every "x's" contraction
+# ("what's", "it's") is a stop word without it, and a possessive is its owner.
+_TERM = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_S = re.compile(r"'s\b")
+
+_STOP_WORDS = """
+a an the this that these those some any each every all both either neither no none such
+i me my mine myself we us our ours ourselves you your yours yourself yourselves he him his
+himself she her hers herself it its itself they them their theirs themselves
+i'm i've i'd i'll you're you've you'd you'll he's she's it's we're we've we'd we'll they're
+they've they'd they'll there's that's what's who's where's here's how's let's let
+what which who whom whose when where why how
+am is are was were be been being do does did doing have has had having
+can could will would shall should may might must
+not nor never cannot don't doesn't didn't isn't aren't wasn't weren't won't wouldn't can't
+couldn't shouldn't hasn't haven't hadn't
+of in on at to for with by from as into onto about than after before since until while
+and or but so if then because although though unless whether
+also just there here now too more like please thanks thank
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_WORDS.split())
+"""Function words (and "please", "thanks"): what ranking and overlap tests ignore.
+Lower case, apostrophes straight."""
+
+_LANGUAGE = "en"  # sentencex's abbreviation list; other scripts' stops work under it too
+
+
+def words(text: str) -> list[str]:
+    """Words as written: case, digits and accents kept; inner ``'`` and ``-`` too."""
+    return WORD.findall(text)
 
 
 def terms(text: str) -> list[str]:
-    """Lower-cased words, stop words dropped."""
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+    """Lower-cased words, stop words dropped, "'s" cut and compounds split: what text is
+    matched on ("Bob's follow-up" gives ``bob``, ``follow``, ``up``)."""
+    lowered = text.casefold()
+    if "'" in lowered or "\u2019" in lowered:
+        lowered = _S.sub("", lowered.replace("\u2019", "'"))
+    return [t for t in _TERM.findall(lowered) if t not in STOP_WORDS]
+
+
+def content_words(text: str) -> list[str]:
+    """Distinct lower-cased words of three or more characters, no stop words, "'s" cut,
+    in order of first appearance: the concepts two texts can share. Unlike :func:`terms`,
+    a compound stays whole: "follow-up" is one concept, and "up" none."""
+    out: dict[str, None] = {}
+    for word in WORD.findall(text.casefold().replace("\u2019", "'")):
+        word = word.removesuffix("'s")
+        if len(word) > 2 and word not in STOP_WORDS:
+            out[word] = None
+    return list(out)
+
+
+def _segments(text: str) -> list[str]:
+    # sentencex is lossless: its segments add up to ``text``, whitespace included.
+    segments: list[str] = sentencex.segment(_LANGUAGE, text)
+    return segments
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, stripped; a line break always ends one.
+
+    Abbreviations, initials, decimals, version numbers and ellipses do not end
+    a sentence: "Dr. Smith met Mr. J. R. Ewing at 5 p.m. in St. Louis." is one.
+    """
+    out: list[str] = []
+    for segment in _segments(text):
+        out.extend(s for line in segment.split("\n") if (s := line.strip()))
+    return out
+
+
+def sentence_starts(text: str) -> set[int]:
+    """Indexes in ``text`` where a sentence's first non-space character is."""
+    starts: set[int] = set()
+    pos = 0
+    for segment in _segments(text):
+        lead = len(segment) - len(segment.lstrip())
+        if lead < len(segment):
+            starts.add(pos + lead)
+        pos += len(segment)
+    return starts
+
+
+class BM25:
+    """BM25 over a fixed corpus, tokenized once; :meth:`scores` ranks it for a query.
+
+    Use it where the corpus outlives one query (the tool registry); :func:`bm25`
+    builds one per call for a corpus that changes (a store's memories).
+    """
+
+    def __init__(self, docs: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self._docs = [terms(d) for d in docs]
+        total = sum(len(d) for d in self._docs)
+        self._avg = (total / len(self._docs) if self._docs else 0.0) or 1.0
+
+    def scores(self, query: str) -> list[float]:
+        """BM25 of each doc for ``query``, scaled so the best is 1 (all 0 if none matches)."""
+        wanted = set(terms(query))
+        # Only the query's terms are counted: a query has few, a corpus many.
+        hits = [Counter([t for t in doc if t in wanted]) for doc in self._docs]
+        df = Counter(t for tf in hits for t in tf)
+        if not df:
+            return [0.0] * len(self._docs)
+        n = len(self._docs)
+        idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+        k1, b, avg = self.k1, self.b, self._avg
+        scores: list[float] = []
+        for tf, doc in zip(hits, self._docs, strict=True):
+            norm = k1 * (1 - b + b * len(doc) / avg)
+            scores.append(sum(idf[t] * c * (k1 + 1) / (c + norm) for t, c in tf.items()))
+        top = max(scores)
+        return [s / top if top > 0 else 0.0 for s in scores]
 
 
 def bm25(query: str, docs: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
     """BM25 of each doc for ``query`` over ``docs`` as the corpus, scaled to a max of 1."""
-    tokenized = [terms(d) for d in docs]
-    q = set(terms(query))
-    if not q or not tokenized:
-        return [0.0] * len(docs)
-    avg = sum(len(t) for t in tokenized) / len(tokenized) or 1.0
-    df = Counter(w for t in tokenized for w in set(t) & q)
-    n = len(tokenized)
-    idf = {w: math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) for w in df}
-    scores: list[float] = []
-    for t in tokenized:
-        tf = Counter(w for w in t if w in idf)
-        norm = k1 * (1 - b + b * len(t) / avg)
-        scores.append(sum(idf[w] * c * (k1 + 1) / (c + norm) for w, c in tf.items()))
-    top = max(scores)
-    return [s / top if top > 0 else 0.0 for s in scores]
+    return BM25(docs, k1=k1, b=b).scores(query)

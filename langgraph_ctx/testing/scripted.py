@@ -76,8 +76,8 @@ class ScriptedChatModel(BaseChatModel):
     model_name: str = "scripted"
 
     _calls: list[ModelCall] = PrivateAttr(default_factory=list)
-    _cursor: int = PrivateAttr(default=0)
-    _structured_cursor: int = PrivateAttr(default=0)
+    _cursors: dict[bool, int] = PrivateAttr(default_factory=lambda: {False: 0, True: 0})
+    """Replies used so far, by script: ``True`` for the structured one."""
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _counter: TokenCounter = PrivateAttr(default_factory=TokenCounter)
 
@@ -104,17 +104,7 @@ class ScriptedChatModel(BaseChatModel):
         def answer(value: LanguageModelInput) -> Any:
             messages = self._convert_input(value).to_messages()
             self._record(messages, (_schema_tool(schema, name),), structured=name)
-            with self._lock:
-                if self._structured_cursor < len(self.structured_responses):
-                    reply = self.structured_responses[self._structured_cursor]
-                    self._structured_cursor += 1
-                elif self.structured_default is not None:
-                    reply = self.structured_default
-                else:
-                    raise ScriptExhaustedError(
-                        f"scripted model has no structured reply left for call "
-                        f"{self._structured_cursor + 1} ({name})"
-                    )
+            reply = self._next_reply(name)
             if callable(reply) and not isinstance(reply, type):
                 reply = reply(messages)
             if isinstance(schema, type) and issubclass(schema, BaseModel):
@@ -132,23 +122,34 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         tools = tuple(kwargs.get("tools") or ())
         self._record(messages, tools)
-        with self._lock:
-            if self._cursor < len(self.responses):
-                reply = self.responses[self._cursor]
-                self._cursor += 1
-            elif self.default is not None:
-                reply = self.default
-            else:
-                raise ScriptExhaustedError(
-                    f"scripted model has no reply left for call {self._cursor + 1}; "
-                    f"give it more responses or a default"
-                )
+        reply = self._next_reply(None)
         if callable(reply) and not isinstance(reply, AIMessage):
             reply = reply(messages, list(tools)) if _arity(reply) >= 2 else reply(messages)
         message = AIMessage(reply) if isinstance(reply, str) else reply.model_copy(deep=True)
         if self.report_usage:
             message.usage_metadata = self._usage(messages, tools, message)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _next_reply(self, structured: str | None) -> Any:
+        """The next reply of one script, else its default. ``structured``: the schema
+        name of a ``with_structured_output`` call (its own script), or ``None``."""
+        replies = self.responses if structured is None else self.structured_responses
+        default = self.default if structured is None else self.structured_default
+        with self._lock:
+            n = self._cursors[structured is not None]
+            if n < len(replies):
+                self._cursors[structured is not None] = n + 1
+                return replies[n]
+        if default is not None:
+            return default
+        if structured is None:
+            raise ScriptExhaustedError(
+                f"scripted model has no reply left for call {n + 1}; "
+                "give it more responses or a default"
+            )
+        raise ScriptExhaustedError(
+            f"scripted model has no structured reply left for call {n + 1} ({structured})"
+        )
 
     def _record(
         self,

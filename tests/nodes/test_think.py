@@ -99,6 +99,12 @@ def test_confidence_update_formula() -> None:
     assert information_gain(["carrier name", "delivery date"], "carrier: DHL name") == 0.5
 
 
+def test_function_words_fill_no_gap() -> None:
+    # "the" used to count as half of the gap's words: any text with "the" filled it.
+    assert information_gain(["the budget"], "the weather is fine") == 0.0
+    assert information_gain(["the budget", "Müller's phone"], "Budget: 5k.") == 0.5
+
+
 def test_bad_settings_are_rejected() -> None:
     with pytest.raises(ConfigurationError, match="tau"):
         ThinkSettings(tau=1.5)

@@ -19,7 +19,6 @@ overhead ratio.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +31,7 @@ from pydantic import BaseModel, Field
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY
 from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.retrieval.text import content_words
 from langgraph_ctx.tokens import TokenCounter
 
 THINK_PROMPT = (
@@ -85,21 +85,25 @@ def update_confidence(confidence: float, gain: float, alpha: float) -> float:
     return confidence + alpha * max(0.0, min(1.0, gain)) * (1.0 - confidence)
 
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9\-]{2,}")
+def open_gaps(gaps: Sequence[str], text: str) -> list[str]:
+    """The ``gaps`` that ``text`` leaves open. A gap is filled when at least half of its
+    content words appear in ``text``; function words ("the", "what") fill nothing."""
+    found = set(content_words(text))  # once: a tool result can be long, gaps are few
 
+    def filled(gap: str) -> bool:
+        wanted = set(content_words(gap))
+        return bool(wanted) and len(wanted & found) * 2 >= len(wanted)
 
-def addressed(gap: str, text: str) -> bool:
-    """A gap counts as addressed when at least half of its content words appear in ``text``."""
-    words = set(_WORD.findall(gap.lower()))
-    if not words:
-        return False
-    found = set(_WORD.findall(text.lower()))
-    return len(words & found) * 2 >= len(words)
+    return [g for g in gaps if not filled(g)]
 
 
 def information_gain(gaps: Sequence[str], text: str) -> float:
-    """The share of ``gaps`` that ``text`` addresses."""
-    return sum(addressed(g, text) for g in gaps) / len(gaps) if gaps else 0.0
+    """The share of ``gaps`` that ``text`` fills."""
+    return _gain(gaps, open_gaps(gaps, text))
+
+
+def _gain(gaps: Sequence[str], still_open: Sequence[str]) -> float:
+    return (len(gaps) - len(still_open)) / len(gaps) if gaps else 0.0
 
 
 def _turn_id(messages: Sequence[BaseMessage]) -> str:
@@ -155,12 +159,12 @@ def think_node(
                 break
             results.append(m.text)
         last = Thought.model_validate({k: v for k, v in thoughts[-1].items() if k != "turn"})
-        text = "\n".join(results)
-        gain = information_gain(last.gaps, text)
+        still_open = open_gaps(last.gaps, "\n".join(results))
+        gain = _gain(last.gaps, still_open)
         return last.model_copy(
             update={
                 "confidence": update_confidence(last.confidence, gain, settings.alpha),
-                "gaps": [g for g in last.gaps if not addressed(g, text)],
+                "gaps": still_open,
             }
         )
 
