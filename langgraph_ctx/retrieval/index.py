@@ -1,0 +1,351 @@
+"""Lexical search that never scans: an inverted index kept up to date on every write.
+
+Three engines share one idea. A query is a natural-language question: its
+:func:`query_terms` (stop words dropped) are OR-ed, and texts are ranked by
+BM25. Ranking every text that shares a word with the question would be a scan
+in disguise (a common word is in most texts), so all three use MaxScore: a
+term can add at most ``idf * (k1 + 1)`` to a text's score, so once the k-th
+best score found exceeds what the remaining (common) terms could add together,
+texts holding only those terms cannot reach the top k and are never scored.
+The result is the exact top k, at a cost that follows the rare terms' postings.
+
+- :class:`LexicalIndex`: in process, for the in-memory archive and memory bank.
+- :class:`MaxScorePlan`: the rounds of the same algorithm for an engine that can
+  list the texts holding some terms and score them (SQLite FTS5, PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import threading
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Generic, NamedTuple, TypeVar
+
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.retrieval.text import K1, B, idf, terms
+
+__all__ = [
+    "Doc",
+    "LexicalIndex",
+    "MaxScorePlan",
+    "bound",
+    "check_limit",
+    "query_terms",
+    "split_words",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+MAX_QUERY_TERMS = 64
+"""Terms of a query kept (its first distinct ones): a pasted document is no question."""
+
+
+class Doc(NamedTuple):
+    """One text to index under ``key``; ``group`` selects its weight at search time."""
+
+    key: str
+    text: str
+    group: str = ""
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of ``query`` in order, stop words dropped: what is OR-ed."""
+    return list(dict.fromkeys(terms(query)))[:MAX_QUERY_TERMS]
+
+
+def split_words(words: Iterable[str]) -> list[str]:
+    """Terms as SQL engines' tokenizers cut them: apart at apostrophes ("o'brien" is
+    "o" and "brien" to FTS5 and PostgreSQL alike), distinct, in order."""
+    return list(dict.fromkeys(p for w in words for p in w.split("'") if p))
+
+
+def check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ConfigurationError("limit", f"must be an int >= 1, got {limit!r}")
+
+
+class _Shard:
+    """One scope's index. Doc numbers only grow; a removed doc's length is -1 until
+    :meth:`compact` drops its postings, so posting lists stay sorted by number."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.groups: list[str] = []
+        self.lengths = array("q")
+        self.signatures: list[int] = []
+        self.doc_terms: list[tuple[str, ...]] = []
+        self.numbers: dict[str, int] = {}
+        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        self.df: Counter[str] = Counter()
+        self.live = 0
+        self.tokens = 0
+        self.dead = 0
+
+    def add(self, doc: Doc) -> None:
+        signature = hash((doc.text, doc.group))
+        old = self.numbers.get(doc.key)
+        if old is not None:
+            if self.signatures[old] == signature:
+                return  # the same text again: nothing to do
+            self.remove(doc.key)
+        counts = Counter(terms(doc.text))
+        number = len(self.keys)
+        self.keys.append(doc.key)
+        self.groups.append(doc.group)
+        self.signatures.append(signature)
+        self.doc_terms.append(tuple(counts))
+        length = sum(counts.values())
+        self.lengths.append(length)
+        self.numbers[doc.key] = number
+        for term, tf in counts.items():
+            docs, tfs = self.postings.setdefault(term, (array("q"), array("q")))
+            docs.append(number)
+            tfs.append(tf)
+        self.df.update(counts.keys())
+        self.live += 1
+        self.tokens += length
+
+    def remove(self, key: str) -> None:
+        number = self.numbers.pop(key, None)
+        if number is None:
+            return
+        self.df.subtract(self.doc_terms[number])
+        self.tokens -= self.lengths[number]
+        self.lengths[number] = -1
+        self.doc_terms[number] = ()
+        self.live -= 1
+        self.dead += 1
+        if self.dead > max(1_000, self.live):
+            self.compact()
+
+    def compact(self) -> None:
+        for term in list(self.postings):
+            docs, tfs = self.postings[term]
+            kept = [(d, f) for d, f in zip(docs, tfs, strict=True) if self.lengths[d] >= 0]
+            if kept:
+                self.postings[term] = (
+                    array("q", [d for d, _ in kept]),
+                    array("q", [f for _, f in kept]),
+                )
+            else:
+                del self.postings[term]
+                del self.df[term]
+        self.dead = 0
+
+    def search(
+        self, query: Sequence[str], limit: int, weights: Mapping[str, float]
+    ) -> list[tuple[str, float]]:
+        if not self.live:
+            return []
+        n, avg = self.live, (self.tokens / self.live) or 1.0
+        groups = self.groups
+
+        def weighted(d: int, score: float) -> float:
+            return score * weights.get(groups[d], 1.0) if weights else score
+
+        # Strongest term first; rest[i]: the most terms i.. can add to any doc's score.
+        found = sorted(((idf(n, self.df[t]), t) for t in query if self.df[t] > 0), reverse=True)
+        wmax = max([1.0, *weights.values()])
+        rest = [0.0] * (len(found) + 1)
+        for i in range(len(found) - 1, -1, -1):
+            rest[i] = rest[i + 1] + bound(found[i][0], wmax)
+        lengths = self.lengths
+        # BM25's tf weight, inlined: this loop is the whole cost of a search.
+        k1p, base, slope = K1 + 1, K1 * (1 - B), K1 * B / avg
+        acc: dict[int, float] = {}
+        probing = False
+        for i, (term_idf, term) in enumerate(found):
+            docs, tfs = self.postings[term]
+            if not probing and len(acc) >= limit:
+                kth = heapq.nlargest(limit, (weighted(d, s) for d, s in acc.items()))[-1]
+                probing = kth > rest[i]
+            if probing:  # no new doc can reach the top k: only finish the ones found
+                for d in acc:
+                    j = bisect_left(docs, d)
+                    if j < len(docs) and docs[j] == d:
+                        tf = tfs[j]
+                        acc[d] += term_idf * tf * k1p / (tf + base + slope * lengths[d])
+                continue
+            get = acc.get
+            for d, tf in zip(docs, tfs, strict=True):
+                length = lengths[d]
+                if length >= 0:
+                    acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
+        ranked = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-weighted(*kv), kv[0]))
+        return [(self.keys[d], score) for d, score in ranked]
+
+
+class LexicalIndex:
+    """An in-process inverted index ranked by BM25, partitioned by scope.
+
+    Each scope (any hashable: ``(thread_id, namespace)``, a store namespace) has
+    its own postings and statistics, so a search can only ever return keys added
+    under its own scope. Writes tokenize once (:func:`~langgraph_ctx.retrieval.text.terms`);
+    a search costs the postings of the query's rare terms (see the module doc),
+    not the number of texts. Safe to share between threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shards: dict[Hashable, _Shard] = {}
+
+    def add(self, scope: Hashable, docs: Iterable[Doc]) -> None:
+        """Index ``docs`` under ``scope``. A key already there is replaced when its text
+        or group changed, else left as it is (so a rewrite costs nothing)."""
+        with self._lock:
+            shard = self._shards.setdefault(scope, _Shard())
+            for doc in docs:
+                shard.add(doc)
+
+    async def aadd(self, scope: Hashable, docs: Iterable[Doc]) -> None:
+        """Async :meth:`add` (in-process work, no I/O)."""
+        self.add(scope, docs)
+
+    def remove(self, scope: Hashable, key: str) -> None:
+        """Forget ``key`` in ``scope`` (nothing happens if it is not there)."""
+        with self._lock:
+            shard = self._shards.get(scope)
+            if shard is not None:
+                shard.remove(key)
+
+    def has(self, scope: Hashable) -> bool:
+        """Whether anything was ever added under ``scope``."""
+        with self._lock:
+            return scope in self._shards
+
+    def search(
+        self,
+        scope: Hashable,
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` best keys of ``scope`` for ``query``, with their BM25.
+
+        Ranked by BM25 times the weight of the doc's group (``weights``, 1 for a
+        group not named), best first; ties go to the earlier added. Only docs
+        sharing a term with the query are returned; an empty or stop-word-only
+        query returns nothing.
+        """
+        check_limit(limit)
+        wanted = query_terms(query)
+        with self._lock:
+            shard = self._shards.get(scope)
+            if shard is None or not wanted:
+                return []
+            return shard.search(wanted, limit, weights or {})
+
+    async def asearch(
+        self,
+        scope: Hashable,
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`search`, in a worker thread: a large scope takes milliseconds."""
+        return await asyncio.to_thread(self.search, scope, query, limit=limit, weights=weights)
+
+
+class MaxScorePlan(Generic[K]):
+    """The rounds of MaxScore over an engine that lists and scores texts by term.
+
+    Give it each query term's bound (the most it can add to a text's score) and
+    ask :meth:`next_round` which terms' texts to fetch next: the engine returns
+    the texts holding one of ``new`` terms but none of ``done`` (those were
+    scored before), each with its full score over all the query's terms (or only
+    the best ``limit`` of them), and :meth:`add` takes them. When
+    :meth:`next_round` returns ``None``, :meth:`best` is the top ``limit``.
+
+    The first round fetches the rarest term's texts; each next round the terms
+    whose bounds, summed with the rest, could still beat the k-th score. With a
+    ``budget`` (and each term's document count in ``sizes``), rounds after the
+    first fetch only the terms whose texts fit in it: the top k is then exact
+    among the texts holding one of the rarer terms, and the commonest terms only
+    add to their scores (:attr:`cut` says when that may have changed the top k).
+    ``greedy``: each round also takes every further term that fits the budget,
+    for an engine whose every query has a cost of its own (FTS5 counts each
+    term's rows per statement), so that one round is usually all.
+    """
+
+    def __init__(
+        self,
+        bounds: Mapping[str, float],
+        limit: int,
+        *,
+        sizes: Mapping[str, int] | None = None,
+        budget: int | None = None,
+        greedy: bool = False,
+    ) -> None:
+        check_limit(limit)
+        self._order = sorted(bounds, key=lambda t: (-bounds[t], t))
+        self._rest = [sum(bounds[t] for t in self._order[i:]) for i in range(len(self._order))]
+        self._rest.append(0.0)
+        self._limit = limit
+        self._sizes = sizes or {}
+        self._budget = budget
+        self._greedy = greedy
+        self._fetched = 0
+        self._spent = 0
+        self._scores: dict[K, float] = {}
+        self.rounds = 0
+        self.cut = False
+        """Whether the budget left terms unfetched that could still change the top k."""
+
+    def next_round(self) -> tuple[list[str], list[str]] | None:
+        """``(new, done)``: the terms to fetch texts by now, and the terms already fetched."""
+        if self._fetched == len(self._order) or self.cut:
+            return None
+        kth = self._kth()
+        if kth is not None and self._rest[self._fetched] <= kth:
+            return None  # nothing unseen can reach the top k
+        needed = self._fetched + 1
+        if kth is not None:
+            while self._rest[needed] > kth:
+                needed += 1
+        upto = needed if self._budget is None else self._within_budget(needed)
+        if upto == self._fetched:
+            return None
+        done, self._fetched = self._order[: self._fetched], upto
+        self.rounds += 1
+        return self._order[len(done) : upto], done
+
+    def _within_budget(self, needed: int) -> int:
+        assert self._budget is not None
+        end = self._fetched
+        first = self._fetched == 0  # the rarest term is fetched whatever it costs
+        stop = len(self._order) if self._greedy else needed
+        while end < stop and (
+            (first and end == 0) or self._spent + self._size(end) <= self._budget
+        ):
+            self._spent += self._size(end)
+            end += 1
+        self.cut = end < needed
+        return end
+
+    def add(self, scored: Iterable[tuple[K, float]]) -> None:
+        for key, score in scored:
+            self._scores.setdefault(key, score)
+
+    def best(self) -> list[tuple[K, float]]:
+        """The top ``limit`` ``(key, score)`` found, best first (ties: the first found)."""
+        ranked = sorted(self._scores.items(), key=lambda kv: -kv[1])  # stable: ties keep order
+        return ranked[: self._limit]
+
+    def _size(self, i: int) -> int:
+        return self._sizes.get(self._order[i], 0)
+
+    def _kth(self) -> float | None:
+        if len(self._scores) < self._limit:
+            return None
+        return heapq.nlargest(self._limit, self._scores.values())[-1]
+
+
+def bound(term_idf: float, weight: float = 1.0) -> float:
+    """The most a term of this idf adds to a BM25 score (times the largest doc weight)."""
+    return max(term_idf, 0.0) * (K1 + 1) * weight
