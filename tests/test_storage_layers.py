@@ -9,7 +9,7 @@ LAYERS = [
     {"_redact", "_versions"},
     {"urls", "_pgconn"},
     {"_sqlite_migrations", "_pg_migrations"},
-    {"_base", "migrations"},
+    {"_base", "migrations", "_fts", "_pgsearch"},
     {"archive", "events", "locks"},
     {"postgres"},
     {"checkpointers"},
