@@ -22,21 +22,24 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.retrieval.index import split_words
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgconn as pgconn
+from langgraph_ctx.storage import _pgsearch as pgsearch
 from langgraph_ctx.storage._base import Closing
-from langgraph_ctx.storage.archive import check_batch
+from langgraph_ctx.storage.archive import ArchiveHit, build_hits, check_batch, check_search
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.tokens import TokenCounter
 
 _dumps = partial(json.dumps, default=str)
+Params: TypeAlias = Sequence[Any] | Mapping[str, Any]
 
 
 class _PgTable(Closing):
@@ -81,10 +84,10 @@ class _PgTable(Closing):
 
     # -- primitives --------------------------------------------------------
 
-    def _write(self, sql: str, params: Sequence[Any]) -> None:
+    def _write(self, sql: str, params: Params) -> None:
         self._sync(self._awrite, sql, params, fn=lambda conn: conn.execute(sql, params))
 
-    async def _awrite(self, sql: str, params: Sequence[Any]) -> None:
+    async def _awrite(self, sql: str, params: Params) -> None:
         if self._apool is None:
             await asyncio.to_thread(self._write, sql, params)
             return
@@ -94,13 +97,13 @@ class _PgTable(Closing):
         except _errors() as exc:
             raise self._failed(exc) from exc
 
-    def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+    def _read(self, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
         result: builtins.list[dict[str, Any]] = self._sync(
             self._aread, sql, params, fn=lambda conn: _read(conn, sql, params)
         )
         return result
 
-    async def _aread(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+    async def _aread(self, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
         if self._apool is None:
             return await asyncio.to_thread(self._read, sql, params)
         from psycopg.rows import dict_row
@@ -145,7 +148,7 @@ class _PgTable(Closing):
             self._pool.close()
 
 
-def _read(conn: Any, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+def _read(conn: Any, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
     from psycopg.rows import dict_row
 
     with conn.cursor(row_factory=dict_row) as cur:
@@ -182,6 +185,18 @@ _GET = (
 _LIST = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
 )
+_ARCHIVE = pgsearch.Table(
+    "lgctx_archive",
+    key="message_id",
+    where="d.thread_id = %(thread)s AND d.namespace = %(ns)s",
+    order="d.position",
+)
+_HITS = """
+SELECT message_id, position, reason, extract(epoch FROM archived_at)::float8 AS archived_at,
+       content
+FROM lgctx_archive
+WHERE thread_id = %(thread)s AND namespace = %(ns)s AND message_id = ANY(%(ids)s)
+"""
 _SIZE = (
     "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS tokens FROM lgctx_archive"
     " WHERE thread_id = %s"
@@ -241,6 +256,22 @@ class PostgresArchive(_PgTable):
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         return _decode(await self._aread(_LIST, (thread_id, namespace)))
 
+    def search(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        hits: builtins.list[ArchiveHit] = pgsearch.run(
+            _search(thread_id, query, limit, namespace), self._read
+        )
+        return hits
+
+    async def asearch(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        hits: builtins.list[ArchiveHit] = await pgsearch.arun(
+            _search(thread_id, query, limit, namespace), self._aread
+        )
+        return hits
+
     def size(self, thread_id: str) -> tuple[int, int]:
         """(rows, tokens) archived for ``thread_id``, all namespaces."""
         row = self._read(_SIZE, (thread_id,))[0]
@@ -249,6 +280,28 @@ class PostgresArchive(_PgTable):
 
 def _decode(rows: Sequence[dict[str, Any]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([r["content"] for r in rows])
+
+
+def _search(thread_id: str, query: str, limit: int, namespace: str) -> pgsearch.Steps:
+    words = split_words(check_search(thread_id, query, limit))
+    if not words:
+        return []
+    params = {"thread": thread_id, "ns": namespace}
+    scope = pgsearch.scope_lexeme("a", thread_id, namespace)
+    found = yield from pgsearch.search(_ARCHIVE, params, scope=scope, words=words, limit=limit)
+    if not found:
+        return []
+    rows = yield _HITS, {**params, "ids": [key for key, _ in found]}
+    # The scope lexeme selects the thread; the equality in _HITS is the guarantee.
+    by_id = {r["message_id"]: r for r in rows}
+    kept = [(by_id[key], score) for key, score in found if key in by_id]
+    messages = _decode([r for r, _ in kept])
+    return build_hits(
+        [
+            (r["message_id"], int(r["position"]), r["reason"], float(r["archived_at"]), m, score)
+            for (r, score), m in zip(kept, messages, strict=True)
+        ]
+    )
 
 
 _EVENT = """
