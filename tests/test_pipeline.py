@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
@@ -60,11 +61,9 @@ def two_node_graph(log: list[str]) -> StateGraph[Any, Any, Any, Any]:
         log.append("node:second")
         return {"messages": [AIMessage("from second")]}
 
-    from langgraph._internal._runnable import RunnableCallable
-
     builder = StateGraph(ContextState)
     builder.add_node("first", first)
-    builder.add_node("second", RunnableCallable(second_sync, second))
+    builder.add_node("second", RunnableLambda(second_sync, afunc=second))
     builder.add_edge(START, "first")
     builder.add_edge("first", "second")
     builder.add_edge("second", END)
@@ -298,3 +297,24 @@ def test_post_processing_sees_and_changes_the_node_result() -> None:
     )
     out = graph.invoke({"messages": [HumanMessage("x")]})
     assert [m.content for m in out["messages"]] == ["x", "FROM FIRST", "FROM SECOND"]
+
+
+def test_no_import_from_langgraph_private_modules() -> None:
+    # langgraph._internal changes without notice between releases; the package
+    # (and this test module) must build on LangGraph's public API only.
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in [*sorted((root / "langgraph_ctx").rglob("*.py")), Path(__file__)]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("langgraph._internal")]
+    assert offenders == []

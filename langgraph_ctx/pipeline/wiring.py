@@ -28,11 +28,13 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import StateGraph
+from langgraph.types import StreamWriter
+from typing_extensions import TypedDict
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
@@ -201,15 +203,13 @@ class Pipeline:
         return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
 
     def _wrap(self, node: str, inner: Runnable[Any, Any]) -> Runnable[Any, Any]:
-        from langgraph._internal._runnable import RunnableCallable
+        def run(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
+            return self.invoke_node(node, inner, state, config, writer)
 
-        def run(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-            return self.invoke_node(node, inner, state, config, _writer(runtime))
+        async def arun(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
+            return await self.ainvoke_node(node, inner, state, config, writer)
 
-        async def arun(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-            return await self.ainvoke_node(node, inner, state, config, _writer(runtime))
-
-        return RunnableCallable(run, arun, name=node, trace=False)
+        return _WrappedNode(node, run, arun)
 
     # -- running -----------------------------------------------------------
 
@@ -283,8 +283,37 @@ class Pipeline:
         return ctx.merge(result)
 
 
-def _writer(runtime: Any) -> Callable[[Any], None] | None:
-    return cast(Callable[[Any], None] | None, getattr(runtime, "stream_writer", None))
+class _WrappedNode(Runnable[Any, Any]):
+    """A graph node run through the pipeline, sync or async.
+
+    Each side is the runnable LangGraph itself makes for a plain node function
+    (public ``StateGraph.add_node``): it passes ``config`` and the stream
+    ``writer`` in, and opens no tracing run of its own, which matters because
+    every LLM call goes through here.
+    """
+
+    def __init__(
+        self, name: str, run: Callable[..., Any], arun: Callable[..., Awaitable[Any]]
+    ) -> None:
+        self.name = name
+        self._run = _node_runnable(name, run)
+        self._arun = _node_runnable(name, arun)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._run.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._arun.ainvoke(input, config, **kwargs)
+
+
+def _node_runnable(name: str, fn: Callable[..., Any]) -> Runnable[Any, Any]:
+    builder = StateGraph(_NoState)  # a throwaway: only its node factory is used
+    builder.add_node(name, fn)
+    return cast(Runnable[Any, Any], builder.nodes[name].runnable)
+
+
+class _NoState(TypedDict):
+    pass
 
 
 def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> None:
