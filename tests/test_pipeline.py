@@ -141,6 +141,31 @@ def test_async_only_middleware_fails_clearly_under_invoke() -> None:
     assert len(out["messages"]) == 3
 
 
+class AsyncOnly(Middleware):
+    """Overrides only ``acall``: it has no sync form."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__(name="async-only", priority=50)
+        self.log = log
+
+    async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+        self.log.append(f"async-only>{ctx.node}")
+        return await next(view)
+
+
+def test_async_only_middleware_class_fails_before_anything_runs_under_invoke() -> None:
+    log: list[str] = []
+    pipeline = Pipeline([Recorder(log, "outer", priority=1), AsyncOnly(log)])
+    graph = pipeline.attach(two_node_graph(log)).compile(checkpointer=InMemorySaver())
+    with pytest.raises(ContextRunError, match=r"'async-only'.*ainvoke/astream"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    assert log == []  # refused up front: no layer ran, not even the outer one
+    assert [m.content for m in graph.get_state(CONFIG).values["messages"]] == ["hi"]
+    other: Any = {"configurable": {"thread_id": "t2"}}
+    out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}, other))
+    assert "async-only>first" in log and len(out["messages"]) == 3
+
+
 def test_short_circuit_skips_later_layers_and_the_node() -> None:
     log: list[str] = []
 

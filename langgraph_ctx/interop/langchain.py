@@ -105,7 +105,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             layers, budget=budget, counter=counter, events=events, max_sessions=max_sessions
         )
         order = sorted(enumerate(layers), key=lambda p: (p[1].priority, p[0]))
-        self.layers = [Layer(m, m.priority, i, None) for i, m in order]
+        self.layers = [Layer(m, m.priority, i, None, m.has_sync) for i, m in order]
         self.system_prompt_counted = system_prompt_counted
 
     def wrap_model_call(

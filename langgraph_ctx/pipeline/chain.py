@@ -76,7 +76,10 @@ class Middleware:
 
     @property
     def has_sync(self) -> bool:
-        return True
+        # Overriding only ``acall`` leaves the inherited ``__call__``, a pass-through
+        # that would silently skip this middleware under ``invoke``.
+        cls = type(self)
+        return cls.__call__ is not Middleware.__call__ or cls.acall is Middleware.acall
 
     @property
     def has_async(self) -> bool:
@@ -138,6 +141,8 @@ class Layer:
     priority: int
     index: int
     nodes: frozenset[str] | None
+    sync: bool = True
+    """Whether the middleware has a sync form (fixed at registration)."""
 
 
 def run_layers(
@@ -150,6 +155,7 @@ def run_layers(
     the terminal's own errors pass through untouched.
     """
     config = ctx.config
+    _refuse_async_only(layers, ctx)
 
     def step(i: int) -> Next:
         called = False
@@ -162,10 +168,6 @@ def run_layers(
             if i == len(layers):
                 return _terminal(ctx, lambda: terminal(v))
             mw = layers[i].middleware
-            if not mw.has_sync:
-                raise ContextRunError(
-                    f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
-                )
             return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
 
         return call
@@ -209,6 +211,16 @@ async def arun_layers(
         return call
 
     return await step(0)(view)
+
+
+def _refuse_async_only(layers: Sequence[Layer], ctx: CallContext) -> None:
+    # Before any layer runs: a chain stopped halfway would leave its events behind.
+    for layer in layers:
+        if not layer.sync:
+            raise ContextRunError(
+                f"middleware {layer.middleware.name!r} on node {ctx.node!r} is async-only "
+                "(it has no sync __call__): run the graph with ainvoke/astream"
+            )
 
 
 def _twice(ctx: CallContext, layers: Sequence[Layer], i: int) -> NextCalledTwiceError:

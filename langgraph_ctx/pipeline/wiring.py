@@ -198,7 +198,7 @@ class Pipeline:
                     )
             else:
                 targets = None
-            resolved.append(Layer(mw, mw.priority, index, targets))
+            resolved.append(Layer(mw, mw.priority, index, targets, mw.has_sync))
         resolved.sort(key=lambda layer: (layer.priority, layer.index))
         return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
 
