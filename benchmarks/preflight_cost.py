@@ -99,7 +99,7 @@ def contestants(size: int) -> dict[str, Callable[[list[BaseMessage]], object]]:
 
     def ours_check(history: list[BaseMessage]) -> object:
         state = {"messages": history}
-        ctx = pa._context("agent", state, ca, None)
+        ctx = pa.context_for("agent", state, ca)
         return check_mw.check(View(state), ctx)
 
     return {

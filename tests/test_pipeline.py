@@ -12,6 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx import (
+    Budget,
     ConfigurationError,
     ContextRunError,
     ContextState,
@@ -343,3 +344,40 @@ def test_no_import_from_langgraph_private_modules() -> None:
             )
             offenders += [f"{path.name}: {n}" for n in names if n.startswith("langgraph._internal")]
     assert offenders == []
+
+
+def test_call_context_carries_the_call_settings_not_the_pipeline() -> None:
+    # The create_agent adapter builds contexts with a per-request system prompt;
+    # middleware must find everything on ctx, with no pipeline to reach back into.
+    seen: list[Any] = []
+
+    @as_middleware()
+    def spy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        seen.append(ctx)
+        return next(view)
+
+    budget, sink = Budget.for_window(32_000), ListSink()
+    pipeline = Pipeline([spy], budget=budget, system_prompt="Be brief.", events=sink)
+    pipeline.attach(two_node_graph([])).compile().invoke({"messages": [HumanMessage("x")]})
+    ctx = seen[0]
+    assert not hasattr(ctx, "pipeline")
+    assert (ctx.budget, ctx.counter, ctx.system_prompt, ctx.sink) == (
+        budget,
+        pipeline.counter,
+        "Be brief.",
+        sink,
+    )
+    assert {"messages", "context_ledger", "session"} <= ctx.channels
+
+
+class ListSink:
+    """An event sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.entries: list[Any] = []
+
+    def write(self, thread_id: str, namespace: str, entries: Any) -> None:
+        self.entries += entries
+
+    async def awrite(self, thread_id: str, namespace: str, entries: Any) -> None:
+        self.write(thread_id, namespace, entries)

@@ -29,10 +29,9 @@ every model call. A ``wrap_model_call`` middleware inside this one whose
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, cast, get_type_hints
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -107,6 +106,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         order = sorted(enumerate(layers), key=lambda p: (p[1].priority, p[0]))
         self.layers = [Layer(m, m.priority, i, None, m.has_sync) for i, m in order]
         self.system_prompt_counted = system_prompt_counted
+        self.channels = frozenset(get_type_hints(self.state_schema))
+        """The agent state's keys this adapter knows of (its ``state_schema``)."""
 
     def wrap_model_call(
         self,
@@ -142,19 +143,19 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         config = _config(request)
         state = cast(dict[str, Any], request.state)
         pipeline = self.pipeline
-        prompt = request.system_prompt if self.system_prompt_counted else None
-        if prompt:
-            # A per-call copy sharing the session caches: the prompt may differ per call.
-            pipeline = copy.copy(pipeline)
-            pipeline.system_prompt = prompt
         ctx = CallContext(
             node=NODE,
             config=config,
             state=state,
-            pipeline=pipeline,
             session=pipeline.session_for(config, state),
-            tools=list(request.tools),
+            budget=pipeline.budget,
+            counter=pipeline.counter,
+            channels=self.channels,
+            # Per request, not per agent: another middleware may change the prompt.
+            system_prompt=request.system_prompt if self.system_prompt_counted else None,
+            sink=pipeline.events,
             stream_writer=request.runtime.stream_writer if request.runtime else None,
+            tools=list(request.tools),
         )
         return ctx, View({**state, "messages": list(request.messages)})
 

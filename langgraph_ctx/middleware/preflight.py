@@ -82,7 +82,7 @@ class PreflightCheck(Middleware):
         with session.lock:
             history = session.cache.total(messages)
             in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
-        prompt = self._prompt(ctx) if ctx.pipeline.system_prompt else 0
+        prompt = self._prompt(ctx) if ctx.system_prompt else 0
         tools = sum(self._tool(t, ctx) for t in ctx.tools)
         aux = 0
         for key in ("thoughts", "artifacts"):
@@ -109,7 +109,7 @@ class PreflightCheck(Middleware):
                 return
 
     def _prompt(self, ctx: CallContext) -> int:
-        prompt = ctx.pipeline.system_prompt or ""
+        prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
             self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
         return self._prompt_tokens[prompt]

@@ -13,7 +13,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
@@ -22,9 +22,6 @@ from langgraph_ctx.budget import Budget, Component, UsageReport, measure
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.state import LedgerEntry, ledger_entry
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
-
-if TYPE_CHECKING:
-    from langgraph_ctx.pipeline import Pipeline
 
 
 class View(Mapping[str, Any]):
@@ -97,10 +94,12 @@ class SessionTokens:
     """Per-session notes a middleware keeps between calls (in memory only)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class CallContext:
     """Travels through the middleware of one node call and into the node.
 
+    It carries everything the call needs (budget, counter, channels, ...), so a
+    middleware never reaches back into the :class:`~langgraph_ctx.Pipeline`.
     Read it from a node with :func:`current_context`.
     """
 
@@ -108,26 +107,25 @@ class CallContext:
     config: RunnableConfig
     state: Mapping[str, Any]
     """The node's input as LangGraph gave it, before any middleware."""
-    pipeline: Pipeline
     session: SessionTokens
-    usage: UsageReport | None = None
-    """Written by pre-flight."""
+    budget: Budget
+    counter: TokenCounter
+    channels: frozenset[str] = frozenset()
+    """The keys of the graph's state: where persistent updates and the ledger can go."""
+    system_prompt: str | None = None
+    """A system prompt the node adds itself (not in state): counted as system."""
+    sink: EventSink | None = None
+    """Where this call's ledger events are also written once it succeeded, if anywhere."""
+    stream_writer: Callable[[Any], None] | None = None
     tools: list[Any] = dataclasses.field(default_factory=list)
     """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
+    usage: UsageReport | None = None
+    """Written by pre-flight."""
     annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Free-form notes from one middleware to the next."""
     persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
     events: list[LedgerEntry] = dataclasses.field(default_factory=list)
-    stream_writer: Callable[[Any], None] | None = None
     _passing: set[int] = dataclasses.field(default_factory=set)
-
-    @property
-    def budget(self) -> Budget:
-        return self.pipeline.budget
-
-    @property
-    def counter(self) -> TokenCounter:
-        return self.pipeline.counter
 
     @property
     def thread_id(self) -> str | None:
@@ -172,7 +170,7 @@ class CallContext:
     def merge(self, result: Any) -> Any:
         """Fold persistent updates and events into the node's return value."""
         updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
-        if self.events and "context_ledger" in self.pipeline.channels:
+        if self.events and "context_ledger" in self.channels:
             updates.append(Command(update={"context_ledger": list(self.events)}))
         if not updates:
             return result

@@ -229,9 +229,14 @@ class Pipeline:
                 self._sessions.move_to_end(key)
             return session
 
-    def _context(
-        self, node: str, state: Any, config: RunnableConfig, writer: Callable[[Any], None] | None
+    def context_for(
+        self,
+        node: str,
+        state: Any,
+        config: RunnableConfig,
+        writer: Callable[[Any], None] | None = None,
     ) -> CallContext:
+        """The context of one call of ``node`` (after attach)."""
         if not isinstance(state, Mapping):
             raise ContextRunError(
                 f"node {node!r} received {type(state).__name__}; langgraph-ctx needs a "
@@ -241,10 +246,14 @@ class Pipeline:
             node=node,
             config=config,
             state=state,
-            pipeline=self,
             session=self.session_for(config, state),
-            tools=list(self.tools(state) if callable(self.tools) else self.tools),
+            budget=self.budget,
+            counter=self.counter,
+            channels=self.channels,
+            system_prompt=self.system_prompt,
+            sink=self.events,
             stream_writer=writer,
+            tools=list(self.tools(state) if callable(self.tools) else self.tools),
         )
 
     def invoke_node(
@@ -256,7 +265,7 @@ class Pipeline:
         writer: Callable[[Any], None] | None = None,
     ) -> Any:
         """Run ``node`` through its layers, synchronously."""
-        ctx = self._context(node, state, config, writer)
+        ctx = self.context_for(node, state, config, writer)
         result = run_layers(
             self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
         )
@@ -273,7 +282,7 @@ class Pipeline:
         writer: Callable[[Any], None] | None = None,
     ) -> Any:
         """Run ``node`` through its layers, asynchronously."""
-        ctx = self._context(node, state, config, writer)
+        ctx = self.context_for(node, state, config, writer)
         result = await arun_layers(
             self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
         )
