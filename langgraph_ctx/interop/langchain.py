@@ -58,7 +58,6 @@ from langgraph_ctx.pipeline import (
     Pipeline,
     View,
     arun_layers,
-    graph_namespace,
     run_layers,
 )
 from langgraph_ctx.state import LedgerEntry, ledger_reducer
@@ -118,9 +117,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         result = run_layers(
             self.layers, ctx, view, lambda v: _as_update(handler(_shape(request, v, ctx)))
         )
-        if self.pipeline.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
-            self.pipeline.events.write(thread, ns, ctx.events)
+        ctx.finish()
         return _extended(_as_response(result), ctx)
 
     async def awrap_model_call(
@@ -134,9 +131,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             return _as_update(await handler(_shape(request, v, ctx)))
 
         result = await arun_layers(self.layers, ctx, view, terminal)
-        if self.pipeline.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
-            await self.pipeline.events.awrite(thread, ns, ctx.events)
+        await ctx.afinish()
         return _extended(_as_response(result), ctx)
 
     def _context(self, request: ModelRequest[Any]) -> tuple[CallContext, View]:

@@ -39,19 +39,17 @@ class PreflightCheck(Middleware):
         self._prompt_tokens: dict[str, int] = {}
 
     def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        report = self.check(view, ctx)
+        self.check(view, ctx)
         result = next(view)
-        # Compare the provider with what was sent: compression may have shrunk it.
-        self.observe(result, ctx, ctx.usage or report)
+        self.observe(result, ctx)
         return result
 
     async def acall(
         self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
     ) -> Any:
-        report = self.check(view, ctx)
+        self.check(view, ctx)
         result = await next(view)
-        # Compare the provider with what was sent: compression may have shrunk it.
-        self.observe(result, ctx, ctx.usage or report)
+        self.observe(result, ctx)
         return result
 
     def check(self, view: View, ctx: CallContext) -> UsageReport:
@@ -63,7 +61,7 @@ class PreflightCheck(Middleware):
             ctx.budget, used, calibration=calibration.ratio, raw_total=sum(raw.values())
         )
         ctx.usage = report
-        ctx.record(
+        ctx.usage_entry = ctx.record(
             "utilization",
             {
                 **report.as_dict(),
@@ -96,14 +94,19 @@ class PreflightCheck(Middleware):
             "auxiliary": aux,
         }
 
-    def observe(self, result: Any, ctx: CallContext, report: UsageReport) -> None:
-        """Learn calibration from the usage the provider reported, if any."""
+    def observe(self, result: Any, ctx: CallContext) -> None:
+        """Complete this call's utilization entry with what was finally sent and
+        what the provider counted, and learn calibration from that count."""
+        # What was sent, not what pre-flight first measured: compression and
+        # recall re-measure (ctx.adjust_usage) when they change the prompt.
+        report, entry = ctx.measured(), ctx.usage_entry
+        if entry is not None:
+            entry["data"]["sent_utilization"] = round(report.utilization, 4)
         for message in _ai_messages(result):
             usage = message.usage_metadata
             if usage and usage.get("input_tokens"):
                 ctx.session.calibration.observe(report.raw_total, usage["input_tokens"])
-                entry = ctx.events[0] if ctx.events else None
-                if entry is not None and entry["kind"] == "utilization":
+                if entry is not None:
                     entry["data"]["actual_input"] = usage["input_tokens"]
                     entry["data"]["output_tokens"] = usage.get("output_tokens", 0)
                 return

@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx.budget import measure
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
 from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
@@ -174,7 +173,7 @@ class MemoryRecall(Middleware):
         data["tokens"] = ctx.session.calibration.apply(raw)
         data["levels"] = [m.level for m in chosen]
         data["keys"] = [m.key for m in chosen]
-        _account(ctx, raw)
+        ctx.adjust_usage("auxiliary", raw)
         message = _block(lines)
         message.additional_kwargs[KEY] = {
             "ephemeral": True,
@@ -289,18 +288,6 @@ def _fit(line: str, budget: int, ctx: CallContext) -> str | None:
         else:
             high = mid - 1
     return line[:low] + " [...]" if low > len("- [previous session] ") else None
-
-
-def _account(ctx: CallContext, raw: int) -> None:
-    """Add the injected block to the usage report (auxiliary) and this call's utilization."""
-    old = ctx.usage
-    assert old is not None
-    used = {**old.used, "auxiliary": old.used["auxiliary"] + ctx.session.calibration.apply(raw)}
-    report = measure(ctx.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw)
-    ctx.usage = report
-    for entry in ctx.events:
-        if entry["kind"] == "utilization":
-            entry["data"]["sent_utilization"] = round(report.utilization, 4)
 
 
 def record_failure(

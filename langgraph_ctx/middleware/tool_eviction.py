@@ -61,9 +61,7 @@ class ToolEviction(Middleware):
         return evicted
 
     def _evict(self, view: View, ctx: CallContext) -> View:
-        report = ctx.usage
-        if report is None:
-            raise ConfigurationError("ToolEviction", "needs PreflightCheck to run before it")
+        report = ctx.measured()
         cache = list(view.get("tool_cache") or ())
         budget_raw = int(report.allocation["tools"] / max(report.calibration, 1e-6))
         evicted = self.evictions(cache, budget_raw)

@@ -10,6 +10,7 @@ checkpointed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -120,7 +121,10 @@ class CallContext:
     tools: list[Any] = dataclasses.field(default_factory=list)
     """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
     usage: UsageReport | None = None
-    """Written by pre-flight."""
+    """Written by pre-flight; re-measured by :meth:`adjust_usage`."""
+    usage_entry: LedgerEntry | None = None
+    """The ``utilization`` entry pre-flight recorded for ``usage``: it fills in the
+    final numbers (what was sent, what the provider counted) after the call."""
     annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Free-form notes from one middleware to the next."""
     persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
@@ -139,33 +143,57 @@ class CallContext:
         return update
 
     def record(self, kind: str, data: dict[str, Any]) -> LedgerEntry:
-        """Append an event to the ledger (persistent) and emit it on the custom stream."""
+        """Append an event to this call's ledger entries.
+
+        They reach the custom stream, the event sink and the checkpoint together,
+        once the call succeeded (:meth:`finish`), so an entry may still be
+        completed until then and every consumer sees its final form.
+        """
         previous = self.events or self.state.get("context_ledger") or None
         entry = ledger_entry(kind, self.node, data, after=previous)
         self.events.append(entry)
-        if self.stream_writer is not None:
-            self.stream_writer({"langgraph_ctx": entry})
         return entry
+
+    def measured(self) -> UsageReport:
+        """Pre-flight's usage report for this call; an error if it has not run."""
+        if self.usage is None:
+            raise ContextRunError(
+                f"no usage report on node {self.node!r}: PreflightCheck must run first"
+            )
+        return self.usage
 
     def adjust_usage(self, component: Component, raw_delta: int) -> UsageReport:
         """Re-measure after a middleware changed what will be sent.
 
         ``raw_delta`` is the change in raw (uncalibrated) tokens of one
-        component. Later middleware then read the new report, and this call's
-        utilization entry records what is finally sent.
+        component; calibrated, it is rounded up, so that an estimate errs on
+        the side of a fuller prompt. Later middleware read the new report, and
+        pre-flight records it as what was finally sent.
         """
-        old = self.usage
-        if old is None:
-            raise ContextRunError("adjust_usage needs PreflightCheck to run first")
+        old = self.measured()
         used = {**old.used}
-        used[component] = max(0, used.get(component, 0) + round(old.calibration * raw_delta))
+        used[component] = max(0, used.get(component, 0) + math.ceil(old.calibration * raw_delta))
         self.usage = measure(
             self.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw_delta
         )
-        for entry in self.events:
-            if entry["kind"] == "utilization":
-                entry["data"]["sent_utilization"] = round(self.usage.utilization, 4)
         return self.usage
+
+    def finish(self) -> None:
+        """The call succeeded: emit its events on the custom stream and to the sink."""
+        if self._stream() and self.sink is not None:
+            self.sink.write(self.thread_id or "default", graph_namespace(self.config), self.events)
+
+    async def afinish(self) -> None:
+        """Async :meth:`finish`."""
+        if self._stream() and self.sink is not None:
+            thread, namespace = self.thread_id or "default", graph_namespace(self.config)
+            await self.sink.awrite(thread, namespace, self.events)
+
+    def _stream(self) -> bool:
+        if self.stream_writer is not None:
+            for entry in self.events:
+                self.stream_writer({"langgraph_ctx": entry})
+        return bool(self.events)
 
     def merge(self, result: Any) -> Any:
         """Fold persistent updates and events into the node's return value."""

@@ -269,8 +269,7 @@ class Pipeline:
         result = run_layers(
             self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
         )
-        if self.events is not None and ctx.events:
-            self.events.write(ctx.thread_id or "default", graph_namespace(config), ctx.events)
+        ctx.finish()
         return ctx.merge(result)
 
     async def ainvoke_node(
@@ -286,9 +285,7 @@ class Pipeline:
         result = await arun_layers(
             self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
         )
-        if self.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(config)
-            await self.events.awrite(thread, ns, ctx.events)
+        await ctx.afinish()
         return ctx.merge(result)
 
 
