@@ -104,7 +104,9 @@ def contestants(size: int) -> dict[str, Callable[[list[BaseMessage]], object]]:
 
     return {
         "ours: check": ours_check,
-        "ours: invoke_node": lambda h: pb.invoke_node("agent", inner, {"messages": h}, cb),
+        "ours: invoke_node": lambda h: pb.invoke_node(
+            pb.context_for("agent", {"messages": h}, cb), inner
+        ),
         "SummarizationMiddleware": lambda h: summ.before_model({"messages": h}, None),
         "count_tokens_approximately": count_tokens_approximately,
         "exact, no cache": counter.count_messages,

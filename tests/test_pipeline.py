@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from langgraph_ctx import (
     as_middleware,
     current_context,
 )
+from langgraph_ctx.pipeline import Hook, IOCall
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
@@ -165,6 +168,64 @@ def test_async_only_middleware_class_fails_before_anything_runs_under_invoke() -
     other: Any = {"configurable": {"thread_id": "t2"}}
     out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}, other))
     assert "async-only>first" in log and len(out["messages"]) == 3
+
+
+class Lookup(Middleware):
+    """Hooks with I/O, written once: a note fetched before the node, a log line after."""
+
+    def __init__(self, log: list[str], *, delay: float = 0.0) -> None:
+        super().__init__(name="lookup", nodes=["first"])
+        self.log, self.delay = log, delay
+
+    def fetch(self, via: str) -> str:
+        time.sleep(self.delay)
+        return f"note via {via}"
+
+    async def afetch(self, via: str) -> str:
+        await asyncio.sleep(self.delay)
+        return f"note via {via}"
+
+    def before(self, view: View, ctx: Any) -> Hook[View]:
+        fetch = IOCall(partial(self.fetch, "call"), partial(self.afetch, "acall"), timeout=0.5)
+        try:
+            note = yield fetch
+        except TimeoutError:
+            note = "no note: the lookup timed out"
+        return view.replace(messages=[*view["messages"], SystemMessage(note)])
+
+    def after(self, view: View, result: Any, ctx: Any) -> Any:
+        self.log.append(f"after, with {view['messages'][-1].content}")
+        return result
+
+
+def seen_by_first(log: list[str]) -> StateGraph[Any, Any, Any, Any]:
+    def first(state: ContextState) -> dict[str, Any]:
+        log.append(f"node saw {state['messages'][-1].content}")
+        return {}
+
+    builder = StateGraph(ContextState)
+    builder.add_node("first", first)
+    builder.add_edge(START, "first")
+    return builder
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_hooks_do_their_io_in_the_form_of_the_run(mode: str) -> None:
+    log: list[str] = []
+    graph = Pipeline([Lookup(log)]).attach(seen_by_first(log)).compile()
+    run = graph.invoke if mode == "invoke" else lambda x: asyncio.run(graph.ainvoke(x))
+    run({"messages": [HumanMessage("hi")]})
+    via = "call" if mode == "invoke" else "acall"
+    assert log == [f"node saw note via {via}", f"after, with note via {via}"]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_hook_catches_its_io_timeout_at_the_yield(mode: str) -> None:
+    log: list[str] = []
+    graph = Pipeline([Lookup(log, delay=2.0)]).attach(seen_by_first(log)).compile()
+    run = graph.invoke if mode == "invoke" else lambda x: asyncio.run(graph.ainvoke(x))
+    run({"messages": [HumanMessage("hi")]})
+    assert log[0] == "node saw no note: the lookup timed out"
 
 
 def test_short_circuit_skips_later_layers_and_the_node() -> None:

@@ -52,8 +52,6 @@ from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
-    FunctionMiddleware,
-    Layer,
     Middleware,
     Pipeline,
     View,
@@ -96,17 +94,13 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             events: where every ledger event is also written, if anywhere.
             max_sessions: threads whose token caches are kept in memory.
         """
-        layers = [m if isinstance(m, Middleware) else FunctionMiddleware(m) for m in middleware]
-        # The pipeline validates the layers and keeps the per-thread token caches;
-        # it is never attached to a graph.
+        # The pipeline registers the layers, checks them against this agent's state
+        # and keeps the per-thread token caches; it is attached to the model calls.
         self.pipeline = Pipeline(
-            layers, budget=budget, counter=counter, events=events, max_sessions=max_sessions
+            middleware, budget=budget, counter=counter, events=events, max_sessions=max_sessions
         )
-        order = sorted(enumerate(layers), key=lambda p: (p[1].priority, p[0]))
-        self.layers = [Layer(m, m.priority, i, None, m.has_sync) for i, m in order]
+        self.layers = self.pipeline.attach_to_calls(NODE, get_type_hints(self.state_schema))
         self.system_prompt_counted = system_prompt_counted
-        self.channels = frozenset(get_type_hints(self.state_schema))
-        """The agent state's keys this adapter knows of (its ``state_schema``)."""
 
     def wrap_model_call(
         self,
@@ -117,7 +111,6 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         result = run_layers(
             self.layers, ctx, view, lambda v: _as_update(handler(_shape(request, v, ctx)))
         )
-        ctx.finish()
         return _extended(_as_response(result), ctx)
 
     async def awrap_model_call(
@@ -131,26 +124,18 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             return _as_update(await handler(_shape(request, v, ctx)))
 
         result = await arun_layers(self.layers, ctx, view, terminal)
-        await ctx.afinish()
         return _extended(_as_response(result), ctx)
 
     def _context(self, request: ModelRequest[Any]) -> tuple[CallContext, View]:
-        config = _config(request)
         state = cast(dict[str, Any], request.state)
-        pipeline = self.pipeline
-        ctx = CallContext(
-            node=NODE,
-            config=config,
-            state=state,
-            session=pipeline.session_for(config, state),
-            budget=pipeline.budget,
-            counter=pipeline.counter,
-            channels=self.channels,
+        ctx = self.pipeline.context_for(
+            NODE,
+            state,
+            _config(request),
+            request.runtime.stream_writer if request.runtime else None,
+            tools=request.tools,
             # Per request, not per agent: another middleware may change the prompt.
             system_prompt=request.system_prompt if self.system_prompt_counted else None,
-            sink=pipeline.events,
-            stream_writer=request.runtime.stream_writer if request.runtime else None,
-            tools=list(request.tools),
         )
         return ctx, View({**state, "messages": list(request.messages)})
 

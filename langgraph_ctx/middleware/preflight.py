@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
 from langgraph_ctx.markers import is_summary
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 
 class PreflightCheck(Middleware):
@@ -38,17 +37,11 @@ class PreflightCheck(Middleware):
         self._tool_tokens: dict[tuple[str, int], int] = {}
         self._prompt_tokens: dict[str, int] = {}
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+    def before(self, view: View, ctx: CallContext) -> View:
         self.check(view, ctx)
-        result = next(view)
-        self.observe(result, ctx)
-        return result
+        return view
 
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        self.check(view, ctx)
-        result = await next(view)
+    def after(self, view: View, result: Any, ctx: CallContext) -> Any:
         self.observe(result, ctx)
         return result
 

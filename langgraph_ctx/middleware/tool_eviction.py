@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.pipeline import CallContext, Middleware, View
 from langgraph_ctx.tools import ToolRegistry
 
 
@@ -39,14 +37,6 @@ class ToolEviction(Middleware):
         self.registry = registry
         self.capacity = capacity
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        return next(self._evict(view, ctx))
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await next(self._evict(view, ctx))
-
     def evictions(self, cache: list[str], tool_budget_raw: int) -> list[str]:
         """Names to evict, least recently used first, to meet capacity and budget."""
         cost = self.registry.cost
@@ -60,7 +50,7 @@ class ToolEviction(Middleware):
             total -= cost[name]
         return evicted
 
-    def _evict(self, view: View, ctx: CallContext) -> View:
+    def before(self, view: View, ctx: CallContext) -> View:
         report = ctx.measured()
         cache = list(view.get("tool_cache") or ())
         budget_raw = int(report.allocation["tools"] / max(report.calibration, 1e-6))

@@ -28,6 +28,7 @@ from langgraph_ctx.pipeline.context import (
     current_context,
     graph_namespace,
 )
+from langgraph_ctx.pipeline.hooks import Hook, IOCall, Step
 from langgraph_ctx.pipeline.wiring import Pipeline
 
 __all__ = [
@@ -36,12 +37,15 @@ __all__ = [
     "CallContext",
     "EventSink",
     "FunctionMiddleware",
+    "Hook",
+    "IOCall",
     "Layer",
     "Middleware",
     "Next",
     "PersistentUpdate",
     "Pipeline",
     "SessionTokens",
+    "Step",
     "View",
     "arun_layers",
     "as_middleware",

@@ -20,6 +20,7 @@ from langgraph.errors import GraphBubbleUp
 
 from langgraph_ctx.errors import ContextRunError, MiddlewareError, NextCalledTwiceError
 from langgraph_ctx.pipeline.context import CallContext, View, _current
+from langgraph_ctx.pipeline.hooks import Step, adrive, drive
 
 DEFAULT_PRIORITY = 100
 
@@ -33,11 +34,21 @@ class AsyncNext(Protocol):
 
 
 class Middleware:
-    """Base class: override ``__call__`` (sync) and/or ``acall`` (async).
+    """Base class of every middleware.
 
-    Both default to passing the call straight through. A middleware that only
-    overrides ``__call__`` still works under ``ainvoke``: it runs in a worker
-    thread and its ``next`` hops back onto the event loop.
+    Most override the hooks, each written once for sync and async runs:
+
+    - :meth:`before` gets the view and returns the view the rest of the call
+      sees (the same one to pass it through);
+    - :meth:`after` gets the result the rest of the call returned and returns
+      the result to hand back.
+
+    A hook that needs I/O yields an :class:`~langgraph_ctx.pipeline.hooks.IOCall`
+    (see :mod:`~langgraph_ctx.pipeline.hooks`). To short-circuit, retry, or
+    otherwise control the call itself, override ``__call__`` (sync) and/or
+    ``acall`` (async) instead. A middleware that only overrides ``__call__``
+    still works under ``ainvoke``: it runs in a worker thread and its ``next``
+    hops back onto the event loop. One that only overrides ``acall`` is async-only.
     """
 
     name: str = ""
@@ -66,13 +77,24 @@ class Middleware:
         ``None`` for all). Raise :class:`~langgraph_ctx.errors.ConfigurationError`
         to refuse it at wiring time. The default accepts any graph."""
 
+    def before(self, view: View, ctx: CallContext) -> Step[View]:
+        """Runs before the rest of the call; returns the view it sees."""
+        return view
+
+    def after(self, view: View, result: Any, ctx: CallContext) -> Step[Any]:
+        """Runs after the rest of the call returned ``result`` (``view``: what
+        :meth:`before` handed on); returns the result to hand back."""
+        return result
+
     def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        return next(view)
+        handed = drive(self.before(view, ctx))
+        return drive(self.after(handed, next(handed), ctx))
 
     async def acall(
         self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
     ) -> Any:
-        return await next(view)
+        handed = await adrive(self.before(view, ctx))
+        return await adrive(self.after(handed, await next(handed), ctx))
 
     @property
     def has_sync(self) -> bool:
@@ -172,7 +194,9 @@ def run_layers(
 
         return call
 
-    return step(0)(view)
+    result = step(0)(view)
+    ctx.finish()
+    return result
 
 
 async def arun_layers(
@@ -210,7 +234,9 @@ async def arun_layers(
 
         return call
 
-    return await step(0)(view)
+    result = await step(0)(view)
+    await ctx.afinish()
+    return result
 
 
 def _refuse_async_only(layers: Sequence[Layer], ctx: CallContext) -> None:

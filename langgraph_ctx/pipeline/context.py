@@ -158,7 +158,8 @@ class CallContext:
         """Pre-flight's usage report for this call; an error if it has not run."""
         if self.usage is None:
             raise ContextRunError(
-                f"no usage report on node {self.node!r}: PreflightCheck must run first"
+                f"no usage report on node {self.node!r}: this middleware needs "
+                "PreflightCheck to run before it on the same node"
             )
         return self.usage
 

@@ -29,6 +29,7 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -39,46 +40,20 @@ from typing_extensions import TypedDict
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.pipeline.chain import (
-    DEFAULT_PRIORITY,
-    AsyncNext,
     FunctionMiddleware,
     Layer,
     Middleware,
-    Next,
     arun_layers,
-    as_middleware,
     run_layers,
 )
 from langgraph_ctx.pipeline.context import (
     CallContext,
     EventSink,
-    PersistentUpdate,
     SessionTokens,
     View,
-    current_context,
     graph_namespace,
 )
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
-
-__all__ = [
-    "DEFAULT_PRIORITY",
-    "AsyncNext",
-    "CallContext",
-    "EventSink",
-    "FunctionMiddleware",
-    "Layer",
-    "Middleware",
-    "Next",
-    "PersistentUpdate",
-    "Pipeline",
-    "SessionTokens",
-    "View",
-    "arun_layers",
-    "as_middleware",
-    "current_context",
-    "graph_namespace",
-    "run_layers",
-]
 
 
 class Pipeline:
@@ -177,37 +152,33 @@ class Pipeline:
         self._layers = layers
         return builder
 
-    def _plan(self, node_names: set[str]) -> dict[str, list[Layer]]:
+    def attach_to_calls(self, node: str, channels: Iterable[str]) -> list[Layer]:
+        """Attach to the calls of one ``node`` outside a StateGraph (the model calls
+        of LangChain's ``create_agent``) and return its layers, in order.
+
+        Every layer runs on every call: node filters do not apply. ``channels``
+        are the keys of the state of the graph those calls run in.
+        """
+        if self._layers is not None:
+            raise ConfigurationError("Pipeline.attach_to_calls", "already attached")
+        self._layers = self._plan({node}, filters=False)
+        self.channels = frozenset(channels)
+        return self._layers[node]
+
+    def _plan(self, node_names: set[str], *, filters: bool = True) -> dict[str, list[Layer]]:
         resolved: list[Layer] = []
         for index, mw in enumerate(self._middleware):
-            if mw.nodes is not None:
-                missing = sorted(set(mw.nodes) - node_names)
-                if missing:
-                    raise ConfigurationError(
-                        f"{mw.name}.nodes",
-                        f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
-                    )
-                targets: frozenset[str] | None = frozenset(mw.nodes)
-            elif mw.default_nodes is not None:
-                targets = frozenset(mw.default_nodes) & node_names
-                if not targets:
-                    raise ConfigurationError(
-                        f"{mw.name}.nodes",
-                        f"applies by default to {list(mw.default_nodes)}, none of which the graph "
-                        f"has ({sorted(node_names)}); pass nodes=[...]",
-                    )
-            else:
-                targets = None
+            targets = _targets(mw, node_names) if filters else None
             resolved.append(Layer(mw, mw.priority, index, targets, mw.has_sync))
         resolved.sort(key=lambda layer: (layer.priority, layer.index))
         return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
 
     def _wrap(self, node: str, inner: Runnable[Any, Any]) -> Runnable[Any, Any]:
         def run(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
-            return self.invoke_node(node, inner, state, config, writer)
+            return self.invoke_node(self.context_for(node, state, config, writer), inner)
 
         async def arun(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
-            return await self.ainvoke_node(node, inner, state, config, writer)
+            return await self.ainvoke_node(self.context_for(node, state, config, writer), inner)
 
         return _WrappedNode(node, run, arun)
 
@@ -235,13 +206,19 @@ class Pipeline:
         state: Any,
         config: RunnableConfig,
         writer: Callable[[Any], None] | None = None,
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
     ) -> CallContext:
-        """The context of one call of ``node`` (after attach)."""
+        """The context of one call of ``node``. ``tools`` and ``system_prompt``
+        default to the pipeline's (a create_agent request brings its own)."""
         if not isinstance(state, Mapping):
             raise ContextRunError(
                 f"node {node!r} received {type(state).__name__}; langgraph-ctx needs a "
                 "dict-like (TypedDict) state schema"
             )
+        if tools is None:
+            tools = self.tools(state) if callable(self.tools) else self.tools
         return CallContext(
             node=node,
             config=config,
@@ -250,43 +227,54 @@ class Pipeline:
             budget=self.budget,
             counter=self.counter,
             channels=self.channels,
-            system_prompt=self.system_prompt,
+            system_prompt=system_prompt or self.system_prompt,
             sink=self.events,
             stream_writer=writer,
-            tools=list(self.tools(state) if callable(self.tools) else self.tools),
+            tools=list(tools),
         )
 
-    def invoke_node(
-        self,
-        node: str,
-        inner: Runnable[Any, Any],
-        state: Any,
-        config: RunnableConfig,
-        writer: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Run ``node`` through its layers, synchronously."""
-        ctx = self.context_for(node, state, config, writer)
-        result = run_layers(
-            self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
-        )
-        ctx.finish()
-        return ctx.merge(result)
+    def invoke_node(self, ctx: CallContext, inner: Runnable[Any, Any]) -> Any:
+        """Run one call of ``ctx.node``: its layers around ``inner``; return the
+        node's update merged with the layers' persistent updates and events."""
+        terminal = partial(_invoke, inner, ctx.config)
+        return ctx.merge(run_layers(self.layers_for(ctx.node), ctx, View(ctx.state), terminal))
 
-    async def ainvoke_node(
-        self,
-        node: str,
-        inner: Runnable[Any, Any],
-        state: Any,
-        config: RunnableConfig,
-        writer: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Run ``node`` through its layers, asynchronously."""
-        ctx = self.context_for(node, state, config, writer)
-        result = await arun_layers(
-            self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
+    async def ainvoke_node(self, ctx: CallContext, inner: Runnable[Any, Any]) -> Any:
+        """Async :meth:`invoke_node`."""
+        terminal = partial(_ainvoke, inner, ctx.config)
+        return ctx.merge(
+            await arun_layers(self.layers_for(ctx.node), ctx, View(ctx.state), terminal)
         )
-        await ctx.afinish()
-        return ctx.merge(result)
+
+
+def _invoke(inner: Runnable[Any, Any], config: RunnableConfig, view: View) -> Any:
+    return inner.invoke(dict(view), config)
+
+
+async def _ainvoke(inner: Runnable[Any, Any], config: RunnableConfig, view: View) -> Any:
+    return await inner.ainvoke(dict(view), config)
+
+
+def _targets(mw: Middleware, node_names: set[str]) -> frozenset[str] | None:
+    """The nodes ``mw`` runs on (``None``: all), checked against the graph's."""
+    if mw.nodes is not None:
+        missing = sorted(set(mw.nodes) - node_names)
+        if missing:
+            raise ConfigurationError(
+                f"{mw.name}.nodes",
+                f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
+            )
+        return frozenset(mw.nodes)
+    if mw.default_nodes is not None:
+        targets = frozenset(mw.default_nodes) & node_names
+        if not targets:
+            raise ConfigurationError(
+                f"{mw.name}.nodes",
+                f"applies by default to {list(mw.default_nodes)}, none of which the graph "
+                f"has ({sorted(node_names)}); pass nodes=[...]",
+            )
+        return targets
+    return None
 
 
 class _WrappedNode(Runnable[Any, Any]):
