@@ -33,21 +33,21 @@ CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
 
 class Recorder(Middleware):
-    """Records before/after around next(), sync and async alike."""
+    """Records before/after around call_next(), sync and async alike."""
 
     def __init__(self, log: list[str], tag: str, **kwargs: Any) -> None:
         super().__init__(name=tag, **kwargs)
         self.log = log
 
-    def __call__(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def __call__(self, view: View, ctx: Any, call_next: Any) -> Any:
         self.log.append(f"{self.name}>{ctx.node}")
-        result = next(view)
+        result = call_next(view)
         self.log.append(f"<{self.name}")
         return result
 
-    async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+    async def acall(self, view: View, ctx: Any, call_next: Any) -> Any:
         self.log.append(f"{self.name}>{ctx.node}")
-        result = await next(view)
+        result = await call_next(view)
         self.log.append(f"<{self.name}")
         return result
 
@@ -123,9 +123,9 @@ def test_sync_only_middleware_runs_under_ainvoke() -> None:
     log: list[str] = []
 
     @as_middleware(priority=1)
-    def sync_only(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def sync_only(view: View, ctx: Any, call_next: Any) -> Any:
         log.append(f"sync>{ctx.node}")
-        return next(view)
+        return call_next(view)
 
     graph = Pipeline([sync_only]).attach(two_node_graph(log)).compile()
     out = asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}))
@@ -135,8 +135,8 @@ def test_sync_only_middleware_runs_under_ainvoke() -> None:
 
 def test_async_only_middleware_fails_clearly_under_invoke() -> None:
     @as_middleware()
-    async def async_only(view: View, config: Any, ctx: Any, next: Any) -> Any:
-        return await next(view)
+    async def async_only(view: View, ctx: Any, call_next: Any) -> Any:
+        return await call_next(view)
 
     graph = Pipeline([async_only]).attach(two_node_graph([])).compile()
     with pytest.raises(ContextRunError, match="async-only"):
@@ -152,9 +152,9 @@ class AsyncOnly(Middleware):
         super().__init__(name="async-only", priority=50)
         self.log = log
 
-    async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:
+    async def acall(self, view: View, ctx: Any, call_next: Any) -> Any:
         self.log.append(f"async-only>{ctx.node}")
-        return await next(view)
+        return await call_next(view)
 
 
 def test_async_only_middleware_class_fails_before_anything_runs_under_invoke() -> None:
@@ -232,7 +232,7 @@ def test_short_circuit_skips_later_layers_and_the_node() -> None:
     log: list[str] = []
 
     @as_middleware(priority=1, nodes=["first"])
-    def cache_hit(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def cache_hit(view: View, ctx: Any, call_next: Any) -> Any:
         return {"messages": [AIMessage("cached answer")]}
 
     pipeline = Pipeline([cache_hit, Recorder(log, "after", priority=2)])
@@ -250,10 +250,10 @@ def test_persistent_updates_reach_the_checkpoint_ephemeral_views_do_not() -> Non
         return {"messages": [AIMessage("answer")]}
 
     @as_middleware()
-    def inject(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def inject(view: View, ctx: Any, call_next: Any) -> Any:
         ctx.persist("inject", session={"injected_calls": 1})
         block = SystemMessage("[Recalled Memory] the user likes tea", id="recall-1")
-        return next(view.replace(messages=[block, *view["messages"]]))
+        return call_next(view.replace(messages=[block, *view["messages"]]))
 
     builder = StateGraph(ContextState)
     builder.add_node("agent", agent)
@@ -275,9 +275,9 @@ def test_persistent_update_is_dropped_when_the_node_fails() -> None:
         raise ValueError("node broke")
 
     @as_middleware()
-    def persist(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def persist(view: View, ctx: Any, call_next: Any) -> Any:
         ctx.persist("persist", session={"should_not": "land"})
-        return next(view)
+        return call_next(view)
 
     builder = StateGraph(ContextState)
     builder.add_node("agent", agent)
@@ -291,7 +291,7 @@ def test_persistent_update_is_dropped_when_the_node_fails() -> None:
 
 def test_middleware_exception_names_the_middleware() -> None:
     @as_middleware(name="flaky")
-    def flaky(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def flaky(view: View, ctx: Any, call_next: Any) -> Any:
         raise KeyError("boom")
 
     graph = (
@@ -305,13 +305,155 @@ def test_middleware_exception_names_the_middleware() -> None:
 
 def test_calling_next_twice_is_an_error() -> None:
     @as_middleware(name="greedy")
-    def greedy(view: View, config: Any, ctx: Any, next: Any) -> Any:
-        next(view)
-        return next(view)
+    def greedy(view: View, ctx: Any, call_next: Any) -> Any:
+        call_next(view)
+        return call_next(view)
 
     graph = Pipeline([greedy]).attach(two_node_graph([])).compile()
-    with pytest.raises(NextCalledTwiceError, match="'greedy' called next"):
+    with pytest.raises(NextCalledTwiceError, match=r"'greedy' called call_next\(\) again"):
         graph.invoke({"messages": [HumanMessage("x")]})
+
+
+class Flaky:
+    """A node that fails its first ``failures`` calls, then answers."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures, self.calls = failures, 0
+
+    def __call__(self, state: ContextState) -> dict[str, Any]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError(f"provider down (call {self.calls})")
+        return {"messages": [AIMessage(f"answer on call {self.calls}")]}
+
+
+def retried_graph(node: Flaky, retry: Any) -> Any:
+    """``retry`` outermost; inside it a layer that persists, records and trims tools."""
+
+    @as_middleware(priority=50)
+    def inner(view: View, ctx: Any, call_next: Any) -> Any:
+        ctx.persist("inner", session={f"attempt-{node.calls + 1}": True})
+        ctx.record("attempt", {"tools_seen": len(ctx.tools)})
+        ctx.tools = ctx.tools[:1]
+        return call_next(view)
+
+    builder = StateGraph(ContextState)
+    builder.add_node("agent", node)
+    builder.add_edge(START, "agent")
+    pipeline = Pipeline([retry, inner], tools=[{"name": "a"}, {"name": "b"}])
+    return pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+
+
+@as_middleware(priority=1, name="retry")
+def retry_twice(view: View, ctx: Any, call_next: Any) -> Any:
+    for attempt in range(3):
+        try:
+            return call_next(view)
+        except ConnectionError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+@as_middleware(priority=1, name="retry")
+async def aretry_twice(view: View, ctx: Any, call_next: Any) -> Any:
+    for attempt in range(3):
+        try:
+            return await call_next(view)
+        except ConnectionError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def test_call_next_again_after_a_failure_retries_and_rolls_the_failure_back() -> None:
+    node = Flaky(failures=2)
+    graph = retried_graph(node, retry_twice)
+    graph.invoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    values = graph.get_state(CONFIG).values
+    assert node.calls == 3
+    assert [m.content for m in values["messages"]] == ["hi", "answer on call 3"]
+    # Only the attempt that succeeded left its persistent update and its event;
+    # each attempt started from the tools the call began with.
+    assert values["session"] == {"attempt-3": True}
+    assert [(e["kind"], e["data"]) for e in values["context_ledger"]] == [
+        ("attempt", {"tools_seen": 2})
+    ]
+
+
+def test_retry_under_ainvoke_and_through_a_worker_thread() -> None:
+    for retry in (aretry_twice, retry_twice):  # async form; sync form in a worker thread
+        node = Flaky(failures=1)
+        graph = retried_graph(node, retry)
+        asyncio.run(graph.ainvoke({"messages": [HumanMessage("hi")]}, CONFIG))
+        values = graph.get_state(CONFIG).values
+        assert values["session"] == {"attempt-2": True}
+        assert len(values["context_ledger"]) == 1
+
+
+def test_retries_exhausted_raise_the_node_error_and_land_nothing() -> None:
+    graph = retried_graph(Flaky(failures=5), retry_twice)
+    with pytest.raises(ConnectionError, match="call 3"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, CONFIG)
+    values = graph.get_state(CONFIG).values
+    assert not values.get("session") and not values.get("context_ledger")
+
+
+def test_calling_next_while_it_runs_is_an_error() -> None:
+    @as_middleware(name="racer")
+    async def racer(view: View, ctx: Any, call_next: Any) -> Any:
+        results = await asyncio.gather(call_next(view), call_next(view))
+        return results[0]
+
+    graph = Pipeline([racer]).attach(two_node_graph([])).compile()
+    with pytest.raises(NextCalledTwiceError, match="while its previous call was still running"):
+        asyncio.run(graph.ainvoke({"messages": [HumanMessage("x")]}))
+
+
+def test_old_form_middleware_works_with_one_warning_at_registration() -> None:
+    log: list[str] = []
+
+    def old_function(view: View, config: Any, ctx: Any, next: Any) -> Any:
+        log.append(f"function, config is ctx.config: {config is ctx.config}")
+        return next(view)
+
+    class OldClass(Middleware):
+        def __call__(self, view: View, config: Any, ctx: Any, next: Any) -> Any:  # type: ignore[override]
+            log.append("class, sync")
+            return next(view)
+
+        async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:  # type: ignore[override]
+            log.append("class, async")
+            return await next(view)
+
+    with pytest.warns(DeprecationWarning) as caught:
+        pipeline = Pipeline([old_function, OldClass(name="old_class")])
+    assert [str(w.message).split(" takes")[0] for w in caught] == [
+        "middleware 'old_function'",
+        "middleware 'old_class'",
+    ]
+    assert "(view, ctx, call_next)" in str(caught[0].message)
+    graph = pipeline.attach(seen_by_first([])).compile()
+    graph.invoke({"messages": [HumanMessage("x")]})  # warnings are errors here: none per call
+    asyncio.run(graph.ainvoke({"messages": [HumanMessage("x")]}))
+    assert log == [
+        "function, config is ctx.config: True",
+        "class, sync",
+        "function, config is ctx.config: True",
+        "class, async",
+    ]
+
+
+def test_a_middleware_taking_neither_form_fails_at_registration() -> None:
+    def two(view: View, ctx: Any) -> Any:
+        return None
+
+    pipeline = Pipeline()
+    with pytest.raises(ConfigurationError, match=r"\(view, ctx, call_next\).*takes 2") as info:
+        pipeline.use(two)
+    assert info.value.field == "two"
+    pipeline.attach(two_node_graph([]))
+    assert pipeline.layers_for("first") == []  # nothing was registered
 
 
 def test_filter_naming_a_missing_node_fails_at_wiring() -> None:
@@ -355,9 +497,9 @@ def test_node_reads_the_call_context() -> None:
         return {}
 
     @as_middleware()
-    def annotate(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def annotate(view: View, ctx: Any, call_next: Any) -> Any:
         ctx.annotations["note"] = "from middleware"
-        return next(view)
+        return call_next(view)
 
     builder = StateGraph(ContextState)
     builder.add_node("agent", agent)
@@ -371,8 +513,8 @@ def test_node_reads_the_call_context() -> None:
 
 def test_post_processing_sees_and_changes_the_node_result() -> None:
     @as_middleware()
-    def shout(view: View, config: Any, ctx: Any, next: Any) -> Any:
-        result = next(view)
+    def shout(view: View, ctx: Any, call_next: Any) -> Any:
+        result = call_next(view)
         return {"messages": [AIMessage(str(m.content).upper()) for m in result["messages"]]}
 
     graph = (
@@ -413,9 +555,9 @@ def test_call_context_carries_the_call_settings_not_the_pipeline() -> None:
     seen: list[Any] = []
 
     @as_middleware()
-    def spy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def spy(view: View, ctx: Any, call_next: Any) -> Any:
         seen.append(ctx)
-        return next(view)
+        return call_next(view)
 
     budget, sink = Budget.for_window(32_000), ListSink()
     pipeline = Pipeline([spy], budget=budget, system_prompt="Be brief.", events=sink)

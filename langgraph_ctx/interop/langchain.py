@@ -11,7 +11,7 @@
     )
 
 The chain runs once per model call, in ``wrap_model_call``: the view is the agent
-state with the request's messages; its ``next`` calls the model with the view's
+state with the request's messages; its ``call_next`` calls the model with the view's
 messages and ``ctx.tools`` (ephemeral: this request only) and returns
 ``{"messages": [answer]}``, which the layers may post-process (pre-flight
 calibrates from it). Persistent updates and ledger events (``context_ledger``,
@@ -174,7 +174,7 @@ def _as_response(result: Any) -> ModelResponse[Any]:
         )
     raise ContextRunError(
         f"the middleware chain returned {type(result).__name__}; inside create_agent it must "
-        "return the update next() returned, an AIMessage or a ModelResponse"
+        "return the update call_next() returned, an AIMessage or a ModelResponse"
     )
 
 

@@ -1,7 +1,7 @@
 """What travels through one node call: the view, persistent updates, the call context.
 
 Two kinds of change, two types. A :class:`View` is what this call's node will
-see; handing ``next`` a different view is an *ephemeral* change. A
+see; handing ``call_next`` a different view is an *ephemeral* change. A
 :class:`PersistentUpdate` (made with :meth:`CallContext.persist`) is merged
 with the node's own update through the graph's reducers, so it is
 checkpointed.
@@ -179,6 +179,15 @@ class CallContext:
         )
         return self.usage
 
+    def _mark(self) -> _Mark:
+        return len(self.persistent), len(self.events), self.usage, self.usage_entry, self.tools
+
+    def _rollback(self, mark: _Mark) -> None:
+        """Undo what a failed ``call_next`` did to this context (see the contract)."""
+        persistent, events, self.usage, self.usage_entry, self.tools = mark
+        del self.persistent[persistent:]
+        del self.events[events:]
+
     def finish(self) -> None:
         """The call succeeded: emit its events on the custom stream and to the sink."""
         if self._stream() and self.sink is not None:
@@ -209,6 +218,8 @@ class CallContext:
             return [*updates, *result]
         return [*updates, result]
 
+
+_Mark = tuple[int, int, UsageReport | None, LedgerEntry | None, list[Any]]
 
 _current: ContextVar[CallContext | None] = ContextVar("langgraph_ctx_call", default=None)
 

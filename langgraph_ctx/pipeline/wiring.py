@@ -1,14 +1,4 @@
-"""The middleware contract, its ordering, and its wiring onto graph nodes.
-
-A middleware is called as ``mw(view, config, ctx, next)``. It may
-
-- hand ``next`` a different :class:`View` — an *ephemeral* change, seen by the
-  rest of this call only;
-- call ``ctx.persist(...)`` — a :class:`PersistentUpdate`, merged with the
-  node's own update through the graph's reducers and so checkpointed;
-- annotate ``ctx`` (pre-flight writes ``ctx.usage`` there for later layers);
-- post-process what ``next`` returned;
-- or return without calling ``next`` (short-circuit).
+"""Ordering middleware and wiring it onto the nodes of a graph.
 
 Layers run lowest priority number first, ties in registration order. The
 order is fixed when the pipeline is attached to a graph; adding a middleware
@@ -18,9 +8,8 @@ user's own nodes need no change::
     pipeline = Pipeline([PreflightCheck(nodes=["agent"])], budget=Budget.for_window(32_000))
     graph = pipeline.attach(builder).compile(checkpointer=saver)
 
-The core reads in three short modules: ``call`` (what one call carries:
-View, PersistentUpdate, CallContext), ``layers`` (the middleware contract
-and the loop that runs it), and this one (ordering and wiring).
+What a middleware may do, and the rules of ``call_next``, are in
+:mod:`~langgraph_ctx.pipeline.chain`.
 """
 
 from __future__ import annotations
@@ -39,13 +28,7 @@ from typing_extensions import TypedDict
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.pipeline.chain import (
-    FunctionMiddleware,
-    Layer,
-    Middleware,
-    arun_layers,
-    run_layers,
-)
+from langgraph_ctx.pipeline.chain import FunctionMiddleware, Middleware, arun_layers, run_layers
 from langgraph_ctx.pipeline.context import (
     CallContext,
     EventSink,
@@ -53,6 +36,7 @@ from langgraph_ctx.pipeline.context import (
     View,
     graph_namespace,
 )
+from langgraph_ctx.pipeline.layer import Layer, register
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
 
 
@@ -82,7 +66,7 @@ class Pipeline:
         """Where every ledger event is also written (the event table), if anywhere."""
         """A system prompt your node adds itself (not in state): counted as system."""
         self.channels: frozenset[str] = frozenset()
-        self._middleware: list[Middleware] = []
+        self._registered: list[Layer] = []
         self._layers: dict[str, list[Layer]] | None = None
         self._sessions: OrderedDict[tuple[str, str], SessionTokens] = OrderedDict()
         self._sessions_lock = threading.Lock()
@@ -115,7 +99,7 @@ class Pipeline:
                 mw.nodes = tuple(nodes)
         if isinstance(mw.priority, bool) or not isinstance(mw.priority, int):
             raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {mw.priority!r}")
-        self._middleware.append(mw)
+        self._registered.append(register(mw, len(self._registered)))
         return self
 
     # -- wiring ------------------------------------------------------------
@@ -166,10 +150,10 @@ class Pipeline:
         return self._layers[node]
 
     def _plan(self, node_names: set[str], *, filters: bool = True) -> dict[str, list[Layer]]:
-        resolved: list[Layer] = []
-        for index, mw in enumerate(self._middleware):
-            targets = _targets(mw, node_names) if filters else None
-            resolved.append(Layer(mw, mw.priority, index, targets, mw.has_sync))
+        resolved = [
+            dataclasses.replace(ly, nodes=_targets(ly.middleware, node_names) if filters else None)
+            for ly in self._registered
+        ]
         resolved.sort(key=lambda layer: (layer.priority, layer.index))
         return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
 

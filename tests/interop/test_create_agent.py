@@ -138,10 +138,10 @@ def test_long_session_compresses_the_agent_state() -> None:
 
 
 @as_middleware(priority=50)
-def inject_note(view: Any, config: Any, ctx: Any, next: Any) -> Any:
+def inject_note(view: Any, ctx: Any, call_next: Any) -> Any:
     """Sync only: under ainvoke it runs in a worker thread."""
     ctx.tools = [t for t in ctx.tools if t.name != "secret"]
-    return next(view.replace(messages=[SystemMessage(NOTE), *view["messages"]]))
+    return call_next(view.replace(messages=[SystemMessage(NOTE), *view["messages"]]))
 
 
 def test_ephemeral_view_and_tools_reach_the_model_only() -> None:
@@ -169,9 +169,9 @@ async def test_async_agent_compresses_and_bridges_sync_middleware() -> None:
 
 
 @as_middleware()
-def persist_note(view: Any, config: Any, ctx: Any, next: Any) -> Any:
+def persist_note(view: Any, ctx: Any, call_next: Any) -> Any:
     ctx.persist("note", messages=[SystemMessage("persisted note")])
-    return next(view)
+    return call_next(view)
 
 
 def test_persistent_update_lands_before_the_answer_or_not_at_all() -> None:

@@ -56,9 +56,9 @@ def reports_seen() -> tuple[list[UsageReport], Any]:
     seen: list[UsageReport] = []
 
     @as_middleware(priority=50)
-    def spy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def spy(view: View, ctx: Any, call_next: Any) -> Any:
         seen.append(ctx.usage)  # later middleware reads what pre-flight wrote
-        return next(view)
+        return call_next(view)
 
     return seen, spy
 

@@ -74,10 +74,10 @@ class Graph:
     def _spy(self) -> Any:
         # Runs after recall: sees the usage report recall left behind.
         @as_middleware(priority=50, nodes=["call_llm"])
-        def spy(view: View, config: Any, ctx: CallContext, next: Any) -> Any:
+        def spy(view: View, ctx: CallContext, call_next: Any) -> Any:
             assert ctx.usage is not None
             self.usage.append(ctx.usage)
-            return next(view)
+            return call_next(view)
 
         return spy
 
