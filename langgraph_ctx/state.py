@@ -106,6 +106,15 @@ class ContextState(TypedDict, total=False):
     """What the context manager did, bounded."""
 
 
+def declaration(key: str) -> str:
+    """How :class:`ContextState` declares ``key``, to copy into another state schema."""
+    annotation = ContextState.__annotations__.get(key)
+    # A string under ``from __future__ import annotations`` (a ForwardRef once
+    # TypedDict has it): the declaration exactly as written above.
+    text = getattr(annotation, "__forward_arg__", annotation)
+    return f"{key}: {text}" if isinstance(text, str) else f"a {key!r} key"
+
+
 def ledger_entry(
     kind: str, node: str, data: dict[str, Any], *, after: list[LedgerEntry] | None
 ) -> LedgerEntry:

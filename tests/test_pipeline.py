@@ -18,16 +18,21 @@ from langgraph_ctx import (
     ConfigurationError,
     ContextRunError,
     ContextState,
+    MemoryBank,
+    MemoryRecall,
     Middleware,
     MiddlewareError,
     NextCalledTwiceError,
     Pipeline,
     PreflightCheck,
+    TieredCompression,
+    ToolEviction,
     View,
     as_middleware,
     current_context,
 )
 from langgraph_ctx.pipeline import Hook, IOCall
+from langgraph_ctx.tools import ToolRegistry
 
 CONFIG: Any = {"configurable": {"thread_id": "t1"}}
 
@@ -584,3 +589,55 @@ class ListSink:
 
     async def awrite(self, thread_id: str, namespace: str, entries: Any) -> None:
         self.write(thread_id, namespace, entries)
+
+
+# -- what a middleware needs, checked at attach ----------------------------------
+
+
+def llm_graph(schema: Any = ContextState) -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(schema)
+    builder.add_node("call_llm", lambda state: {})
+    builder.add_node("think", lambda state: {})
+    builder.add_edge(START, "think")
+    builder.add_edge("think", "call_llm")
+    return builder
+
+
+def needs_preflight() -> list[Middleware]:
+    return [TieredCompression(), ToolEviction(ToolRegistry([])), MemoryRecall(MemoryBank())]
+
+
+@pytest.mark.parametrize("mw", needs_preflight(), ids=lambda mw: mw.name)
+def test_a_builtin_without_preflight_before_it_fails_at_attach(mw: Middleware) -> None:
+    builder = llm_graph()
+    before = dict(builder.nodes)
+    with pytest.raises(ConfigurationError, match="needs PreflightCheck before it") as info:
+        Pipeline([mw]).attach(builder)
+    assert info.value.field == f"{mw.name}.requires"
+    assert "add PreflightCheck() to the pipeline" in str(info.value)
+    assert builder.nodes == before  # nothing wrapped
+
+
+def test_preflight_after_a_middleware_that_needs_it_fails_at_attach() -> None:
+    late = PreflightCheck(priority=60)
+    with pytest.raises(ConfigurationError, match=r"priority 60.*lower priority number than 30"):
+        Pipeline([TieredCompression(), late]).attach(llm_graph())
+
+
+def test_requirements_hold_per_node() -> None:
+    # Pre-flight on `think` only: compression (call_llm and think) lacks it on call_llm.
+    pipeline = Pipeline([PreflightCheck(nodes=["think"]), TieredCompression()])
+    with pytest.raises(ConfigurationError, match="on node 'call_llm'"):
+        pipeline.attach(llm_graph())
+    Pipeline([PreflightCheck(nodes=["think"]), TieredCompression(nodes=["think"])]).attach(
+        llm_graph()
+    )
+
+
+def test_a_custom_middleware_declares_what_it_needs_by_name() -> None:
+    class Audit(Middleware):
+        requires = ("preflight",)
+
+    Pipeline([PreflightCheck(), Audit(nodes=["call_llm"])]).attach(llm_graph())
+    with pytest.raises(ConfigurationError, match="Audit needs preflight before it"):
+        Pipeline([Audit(nodes=["call_llm"])]).attach(llm_graph())

@@ -99,7 +99,11 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         self.pipeline = Pipeline(
             middleware, budget=budget, counter=counter, events=events, max_sessions=max_sessions
         )
-        self.layers = self.pipeline.attach_to_calls(NODE, get_type_hints(self.state_schema))
+        self.layers = self.pipeline.attach_to_calls(
+            NODE,
+            get_type_hints(self.state_schema),
+            f"give {type(self).__name__} a state_schema extending ContextAgentState with",
+        )
         self.system_prompt_counted = system_prompt_counted
 
     def wrap_model_call(

@@ -51,6 +51,7 @@ from langgraph_ctx.markers import (
     is_compacted,
     summary_info,
 )
+from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
@@ -89,6 +90,9 @@ class TieredCompression(Middleware):
     name = "compression"
     priority = 30
     default_nodes = ("call_llm", "think")
+    requires = (PreflightCheck,)
+    reads = ("messages",)
+    writes = ("messages", "context_ledger")
 
     def __init__(
         self,

@@ -31,6 +31,8 @@ class PreflightCheck(Middleware):
     name = "preflight"
     priority = 10
     default_nodes = ("call_llm", "think")
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
+from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
 
@@ -56,6 +57,9 @@ class MemoryRecall(Middleware):
     name = "recall"
     priority = 40
     default_nodes = ("call_llm",)
+    requires = (PreflightCheck,)
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(
         self,

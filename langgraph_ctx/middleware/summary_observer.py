@@ -35,6 +35,8 @@ class SummaryObserver(Middleware):
     name = "summary_observer"
     priority = 29
     default_nodes = ("call_llm", "think")
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(self, bank: MemoryBank, *, timeout: float = 2.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 from langgraph_ctx.tools import ToolRegistry
 
@@ -24,6 +25,9 @@ class ToolEviction(Middleware):
     name = "tool_eviction"
     priority = 20
     default_nodes = ("call_llm",)
+    requires = (PreflightCheck,)
+    reads = ("tool_cache",)
+    writes = ("tool_cache", "context_ledger")
 
     def __init__(self, registry: ToolRegistry, *, capacity: int = 16, **kwargs: Any) -> None:
         """

@@ -83,6 +83,14 @@ class Middleware:
     default_nodes: tuple[str, ...] | None = None
     """Nodes this built-in applies to unless told otherwise. Unlike an explicit
     filter, a default may name nodes the graph lacks, as long as one exists."""
+    requires: tuple[type[Middleware] | str, ...] = ()
+    """Middleware that must run before this one on each of its nodes (classes, or
+    names): checked at ``attach()``."""
+    reads: tuple[str, ...] = ()
+    """State keys it needs the graph's state to have: checked at ``attach()``."""
+    writes: tuple[str, ...] = ()
+    """State keys it persists to (``context_ledger`` if it records events): the
+    graph's state must have them, checked at ``attach()``."""
 
     def __init__(
         self,
@@ -136,7 +144,11 @@ class Middleware:
 
 
 class FunctionMiddleware(Middleware):
-    """A plain function ``fn(view, ctx, call_next)``, sync or async, as middleware."""
+    """A plain function ``fn(view, ctx, call_next)``, sync or async, as middleware.
+
+    ``requires``, ``reads`` and ``writes`` declare what it needs, as for a
+    :class:`Middleware` subclass.
+    """
 
     def __init__(
         self,
@@ -145,9 +157,13 @@ class FunctionMiddleware(Middleware):
         priority: int | None = None,
         nodes: Sequence[str] | None = None,
         name: str | None = None,
+        requires: Sequence[type[Middleware] | str] = (),
+        reads: Sequence[str] = (),
+        writes: Sequence[str] = (),
     ) -> None:
         super().__init__(priority=priority, nodes=nodes, name=name or getattr(fn, "__name__", ""))
         self.fn = fn
+        self.requires, self.reads, self.writes = tuple(requires), tuple(reads), tuple(writes)
 
     def handlers(self) -> tuple[Handler | None, AsyncHandler | None]:
         if inspect.iscoroutinefunction(self.fn):
@@ -156,12 +172,26 @@ class FunctionMiddleware(Middleware):
 
 
 def as_middleware(
-    *, priority: int = DEFAULT_PRIORITY, nodes: Sequence[str] | None = None, name: str | None = None
+    *,
+    priority: int = DEFAULT_PRIORITY,
+    nodes: Sequence[str] | None = None,
+    name: str | None = None,
+    requires: Sequence[type[Middleware] | str] = (),
+    reads: Sequence[str] = (),
+    writes: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionMiddleware]:
     """Decorate ``fn(view, ctx, call_next)`` to make it a middleware."""
 
     def wrap(fn: Callable[..., Any]) -> FunctionMiddleware:
-        return FunctionMiddleware(fn, priority=priority, nodes=nodes, name=name)
+        return FunctionMiddleware(
+            fn,
+            priority=priority,
+            nodes=nodes,
+            name=name,
+            requires=requires,
+            reads=reads,
+            writes=writes,
+        )
 
     return wrap
 

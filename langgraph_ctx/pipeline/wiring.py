@@ -29,6 +29,7 @@ from typing_extensions import TypedDict
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.pipeline.chain import FunctionMiddleware, Middleware, arun_layers, run_layers
+from langgraph_ctx.pipeline.checks import ADD_TO_STATE, check_node
 from langgraph_ctx.pipeline.context import (
     CallContext,
     EventSink,
@@ -124,30 +125,35 @@ class Pipeline:
             )
         node_names = set(builder.nodes)
         layers = self._plan(node_names)
+        channels = frozenset(builder.channels) | frozenset(builder.managed)
         for layer in {id(ly): ly for node_layers in layers.values() for ly in node_layers}.values():
             layer.middleware.check_graph(builder, layer.nodes)
+        for name in sorted(layers):
+            check_node(name, layers[name], channels, ADD_TO_STATE)
         for name, node_layers in layers.items():
             if node_layers:
                 spec = builder.nodes[name]
                 builder.nodes[name] = dataclasses.replace(
                     spec, runnable=self._wrap(name, cast(Runnable[Any, Any], spec.runnable))
                 )
-        self.channels = frozenset(builder.channels) | frozenset(builder.managed)
+        self.channels = channels
         self._layers = layers
         return builder
 
-    def attach_to_calls(self, node: str, channels: Iterable[str]) -> list[Layer]:
+    def attach_to_calls(self, node: str, channels: Iterable[str], fix: str) -> list[Layer]:
         """Attach to the calls of one ``node`` outside a StateGraph (the model calls
         of LangChain's ``create_agent``) and return its layers, in order.
 
         Every layer runs on every call: node filters do not apply. ``channels``
-        are the keys of the state of the graph those calls run in.
+        are the keys of the state of the graph those calls run in; ``fix`` says
+        how to add a key a layer needs and that state lacks.
         """
         if self._layers is not None:
             raise ConfigurationError("Pipeline.attach_to_calls", "already attached")
-        self._layers = self._plan({node}, filters=False)
-        self.channels = frozenset(channels)
-        return self._layers[node]
+        layers = self._plan({node}, filters=False)
+        check_node(node, layers[node], frozenset(channels), fix)
+        self._layers, self.channels = layers, frozenset(channels)
+        return layers[node]
 
     def _plan(self, node_names: set[str], *, filters: bool = True) -> dict[str, list[Layer]]:
         resolved = [
