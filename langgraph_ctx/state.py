@@ -26,6 +26,9 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+LEDGER = "context_ledger"
+"""The state key of the ledger."""
+
 LEDGER_SIZE = 32
 """Entries kept in ``context_ledger`` by the default reducer. Small on purpose:
 the ledger is rewritten into every checkpoint, so its size is paid per step.

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 from langgraph_ctx import (
     Budget,
@@ -641,3 +641,58 @@ def test_a_custom_middleware_declares_what_it_needs_by_name() -> None:
     Pipeline([PreflightCheck(), Audit(nodes=["call_llm"])]).attach(llm_graph())
     with pytest.raises(ConfigurationError, match="Audit needs preflight before it"):
         Pipeline([Audit(nodes=["call_llm"])]).attach(llm_graph())
+
+
+def messages_state_graph() -> StateGraph[Any, Any, Any, Any]:
+    builder = StateGraph(MessagesState)
+    builder.add_node("call_llm", lambda state: {"messages": [AIMessage("ok")]})
+    builder.add_edge(START, "call_llm")
+    return builder
+
+
+def test_a_middleware_that_records_needs_the_ledger_in_the_state_at_attach() -> None:
+    # On MessagesState the ledger (and the calibration it carries across a
+    # resume) would be dropped without a word.
+    builder = messages_state_graph()
+    with pytest.raises(ConfigurationError, match=r"\['context_ledger'\]") as info:
+        Pipeline([PreflightCheck()]).attach(builder)
+    message = str(info.value)
+    assert info.value.field == "preflight"
+    assert "build the graph on ContextState" in message
+    assert "context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]" in message
+
+
+def test_declared_writes_are_checked_at_attach() -> None:
+    @as_middleware(writes=["session"])
+    def remember(view: View, ctx: Any, call_next: Any) -> Any:
+        return call_next(view)
+
+    with pytest.raises(ConfigurationError, match=r"\['session'\].*session: Annotated"):
+        Pipeline([remember]).attach(messages_state_graph())
+
+
+def test_persisting_a_key_the_graph_lacks_fails_instead_of_vanishing() -> None:
+    @as_middleware(name="remember")
+    def remember(view: View, ctx: Any, call_next: Any) -> Any:
+        ctx.persist("remember", session={"seen": True})
+        return call_next(view)
+
+    graph = Pipeline([remember]).attach(messages_state_graph()).compile(InMemorySaver())
+    with pytest.raises(MiddlewareError, match="'remember'") as info:
+        graph.invoke({"messages": [HumanMessage("x")]}, CONFIG)
+    cause = info.value.__cause__
+    assert isinstance(cause, ContextRunError)
+    assert "['session']" in str(cause) and "session: Annotated" in str(cause)
+    assert [m.type for m in graph.get_state(CONFIG).values["messages"]] == ["human"]
+
+
+def test_recording_without_a_ledger_in_the_state_fails_instead_of_vanishing() -> None:
+    @as_middleware(name="audit")
+    def audit(view: View, ctx: Any, call_next: Any) -> Any:
+        ctx.record("audit", {"messages": len(view["messages"])})
+        return call_next(view)
+
+    graph = Pipeline([audit]).attach(messages_state_graph()).compile()
+    with pytest.raises(MiddlewareError, match="'audit'") as info:
+        graph.invoke({"messages": [HumanMessage("x")]})
+    assert "context_ledger" in str(info.value.__cause__)

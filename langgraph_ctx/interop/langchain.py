@@ -101,7 +101,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         )
         self.layers = self.pipeline.attach_to_calls(
             NODE,
-            get_type_hints(self.state_schema),
+            _keys(self.state_schema),
             f"give {type(self).__name__} a state_schema extending ContextAgentState with",
         )
         self.system_prompt_counted = system_prompt_counted
@@ -142,6 +142,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             system_prompt=request.system_prompt if self.system_prompt_counted else None,
         )
         return ctx, View({**state, "messages": list(request.messages)})
+
+
+def _keys(schema: type[Any]) -> frozenset[str]:
+    # A TypedDict knows its keys, inherited ones included, without evaluating
+    # its annotations (which may name what only its own module can resolve).
+    keys: frozenset[str] = getattr(schema, "__required_keys__", frozenset())
+    keys |= getattr(schema, "__optional_keys__", frozenset())
+    return keys or frozenset(get_type_hints(schema))
 
 
 def _config(request: ModelRequest[Any]) -> RunnableConfig:

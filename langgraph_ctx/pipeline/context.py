@@ -21,7 +21,7 @@ from langgraph.types import Command
 
 from langgraph_ctx.budget import Budget, Component, UsageReport, measure
 from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.state import LedgerEntry, ledger_entry
+from langgraph_ctx.state import LEDGER, LedgerEntry, declaration, ledger_entry
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
 
 
@@ -111,8 +111,9 @@ class CallContext:
     session: SessionTokens
     budget: Budget
     counter: TokenCounter
-    channels: frozenset[str] = frozenset()
-    """The keys of the graph's state: where persistent updates and the ledger can go."""
+    channels: frozenset[str]
+    """The keys of the graph's state: the only places persistent updates and
+    ledger events can go (LangGraph drops an update to any other key silently)."""
     system_prompt: str | None = None
     """A system prompt the node adds itself (not in state): counted as system."""
     sink: EventSink | None = None
@@ -137,7 +138,13 @@ class CallContext:
         return None if value is None else str(value)
 
     def persist(self, source: str, **values: Any) -> PersistentUpdate:
-        """Record a state update that enters the checkpoint with the node's."""
+        """Record a state update that enters the checkpoint with the node's.
+
+        Raises :class:`~langgraph_ctx.errors.ContextRunError` (and records
+        nothing) for a key the graph's state lacks.
+        """
+        missing = sorted(set(values) - self.channels)
+        self._require(missing, f"{source} persisted {missing}")
         update = PersistentUpdate(values=values, source=source)
         self.persistent.append(update)
         return update
@@ -147,12 +154,24 @@ class CallContext:
 
         They reach the custom stream, the event sink and the checkpoint together,
         once the call succeeded (:meth:`finish`), so an entry may still be
-        completed until then and every consumer sees its final form.
+        completed until then and every consumer sees its final form. Raises
+        :class:`~langgraph_ctx.errors.ContextRunError` if the graph's state has
+        no ``context_ledger``.
         """
-        previous = self.events or self.state.get("context_ledger") or None
+        if LEDGER not in self.channels:
+            self._require([LEDGER], f"a {kind!r} event was recorded")
+        previous = self.events or self.state.get(LEDGER) or None
         entry = ledger_entry(kind, self.node, data, after=previous)
         self.events.append(entry)
         return entry
+
+    def _require(self, missing: list[str], what: str) -> None:
+        if missing:
+            raise ContextRunError(
+                f"{what} on node {self.node!r}, but the graph's state lacks {missing}, so "
+                "LangGraph would drop it silently; build the graph on ContextState, or add "
+                "to its state: " + "; ".join(declaration(k) for k in missing)
+            )
 
     def measured(self) -> UsageReport:
         """Pre-flight's usage report for this call; an error if it has not run."""
@@ -208,8 +227,8 @@ class CallContext:
     def merge(self, result: Any) -> Any:
         """Fold persistent updates and events into the node's return value."""
         updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
-        if self.events and "context_ledger" in self.channels:
-            updates.append(Command(update={"context_ledger": list(self.events)}))
+        if self.events:
+            updates.append(Command(update={LEDGER: list(self.events)}))
         if not updates:
             return result
         if result is None:
