@@ -16,7 +16,7 @@ only places the contract is enforced:
   checkpoint. Calling it again after it returned (or while it runs) raises
   :class:`~langgraph_ctx.errors.NextCalledTwiceError`: the node would run twice
   in one step and both updates would land (two answers, every persistent
-  update and event twice), which nothing could mean. Not rolled back: notes in
+  update and event twice), which no caller wants. Not rolled back: notes in
   ``ctx.annotations``, the session's token cache and calibration, and I/O
   already done (archived messages are keyed by id, so a retry rewrites them).
 - An error a middleware raises surfaces as

@@ -120,7 +120,9 @@ class CallContext:
     """Where this call's ledger events are also written once it succeeded, if anywhere."""
     stream_writer: Callable[[Any], None] | None = None
     tools: list[Any] = dataclasses.field(default_factory=list)
-    """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
+    """Tools bound for this call (counted by pre-flight, trimmed by eviction).
+    Replace the list rather than change it in place: a failed ``call_next``
+    restores the list it started with."""
     usage: UsageReport | None = None
     """Written by pre-flight; re-measured by :meth:`adjust_usage`."""
     usage_entry: LedgerEntry | None = None
