@@ -91,6 +91,7 @@ class TieredCompression(Middleware):
     priority = 30
     default_nodes = ("call_llm", "think")
     requires = (PreflightCheck,)
+    """Its trigger is pre-flight's zone, and its target the room the report leaves."""
     reads = ("messages",)
     writes = ("messages", "context_ledger")
 

@@ -56,8 +56,10 @@ class MemoryRecall(Middleware):
 
     name = "recall"
     priority = 40
+    """After compression (30): it fills the room compression leaves, not the room before."""
     default_nodes = ("call_llm",)
     requires = (PreflightCheck,)
+    """It fills what pre-flight left of the auxiliary budget, and no more."""
     reads = ("messages",)
     writes = ("context_ledger",)
 

@@ -26,8 +26,9 @@ class ToolEviction(Middleware):
     priority = 20
     default_nodes = ("call_llm",)
     requires = (PreflightCheck,)
-    reads = ("tool_cache",)
+    """It trims the tools to the tool budget pre-flight rebalanced."""
     writes = ("tool_cache", "context_ledger")
+    """Evictions are ``-name`` operations on ``tool_cache`` (so it must exist too)."""
 
     def __init__(self, registry: ToolRegistry, *, capacity: int = 16, **kwargs: Any) -> None:
         """

@@ -63,10 +63,11 @@ class Pipeline:
         """Tools the wrapped nodes bind, counted against the tool budget: a list,
         or a function of the state (a session's discovered tools live there)."""
         self.system_prompt = system_prompt
+        """A system prompt your node adds itself (not in state): counted as system."""
         self.events = events
         """Where every ledger event is also written (the event table), if anywhere."""
-        """A system prompt your node adds itself (not in state): counted as system."""
         self.channels: frozenset[str] = frozenset()
+        """The keys of the attached graph's state (set by ``attach()``)."""
         self._registered: list[Layer] = []
         self._layers: dict[str, list[Layer]] | None = None
         self._sessions: OrderedDict[tuple[str, str], SessionTokens] = OrderedDict()
@@ -92,15 +93,16 @@ class Pipeline:
         if not isinstance(mw, Middleware):
             if not callable(mw):
                 raise ConfigurationError("Pipeline.use", f"not a middleware: {mw!r}")
-            mw = FunctionMiddleware(mw, priority=priority, nodes=nodes)
-        else:
-            if priority is not None:
-                mw.priority = priority
-            if nodes is not None:
-                mw.nodes = tuple(nodes)
-        if isinstance(mw.priority, bool) or not isinstance(mw.priority, int):
-            raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {mw.priority!r}")
-        self._registered.append(register(mw, len(self._registered)))
+            mw = FunctionMiddleware(mw)
+        rank = mw.priority if priority is None else priority
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {rank!r}")
+        layer = register(mw, len(self._registered))  # may refuse it: nothing changed yet
+        if priority is not None:
+            mw.priority = priority
+        if nodes is not None:
+            mw.nodes = tuple(nodes)
+        self._registered.append(dataclasses.replace(layer, priority=mw.priority))
         return self
 
     # -- wiring ------------------------------------------------------------
