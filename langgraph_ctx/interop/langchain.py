@@ -25,6 +25,11 @@ checkpointed, and other middleware's request edits apply on top of its own.
 Node filters (``nodes=``, ``default_nodes``) are ignored: every layer runs on
 every model call. A ``wrap_model_call`` middleware inside this one whose
 ``Command`` adds messages loses them on a call that compresses.
+
+What the layers need is checked when it is built, against its ``state_schema``
+(:class:`ContextAgentState`): a layer that needs another key (``ToolEviction``
+writes ``tool_cache``) is refused until a subclass gives a ``state_schema``
+extending ``ContextAgentState`` with it.
 """
 
 from __future__ import annotations
