@@ -199,3 +199,18 @@ async def test_streamed_events_are_the_checkpointed_ledger_entries() -> None:
     used = [e["data"] for e in streamed if e["kind"] == "utilization"]
     assert all(u["actual_input"] > 0 for u in used)
     assert any(u["sent_utilization"] < u["utilization"] for u in used)  # after compression
+
+
+def test_preflight_completes_its_own_entry_whatever_was_recorded_before_it() -> None:
+    @as_middleware(priority=1, writes=["context_ledger"])
+    def outer(view: View, ctx: Any, call_next: Any) -> Any:
+        ctx.record("outer", {"note": "recorded before pre-flight's"})
+        return call_next(view)
+
+    graph = graph_with(ScriptedChatModel(default="ok"), later=[outer])
+    config: Any = {"configurable": {"thread_id": "own"}}
+    graph.invoke({"messages": [HumanMessage("hi")]}, config)
+    outer_entry, used = graph.get_state(config).values["context_ledger"]
+    assert (outer_entry["kind"], used["kind"]) == ("outer", "utilization")
+    assert used["data"]["actual_input"] > 0
+    assert outer_entry["data"] == {"note": "recorded before pre-flight's"}
