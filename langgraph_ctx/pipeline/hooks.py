@@ -72,10 +72,7 @@ class _Returned(Generic[T]):
 
 def drive(step: Step[T]) -> T:
     """Run a hook's step to its value, doing its I/O synchronously."""
-    if not isinstance(step, Generator):
-        return step
-    hook = cast(Hook[T], step)
-    request = _resume(hook, None, None)
+    hook, request = _start(step)
     while isinstance(request, IOCall):
         request = _resume(hook, *request.outcome())
     return request.value
@@ -83,13 +80,19 @@ def drive(step: Step[T]) -> T:
 
 async def adrive(step: Step[T]) -> T:
     """Run a hook's step to its value, awaiting its I/O."""
-    if not isinstance(step, Generator):
-        return step
-    hook = cast(Hook[T], step)
-    request = _resume(hook, None, None)
+    hook, request = _start(step)
     while isinstance(request, IOCall):
         request = _resume(hook, *await request.aoutcome())
     return request.value
+
+
+def _start(step: Step[T]) -> tuple[Hook[T], IOCall[Any] | _Returned[T]]:
+    # A hook that is a plain function returned its value already: no I/O to drive,
+    # so no generator is ever resumed (the loops stop at a _Returned).
+    if not isinstance(step, Generator):
+        return cast(Hook[T], None), _Returned(step)
+    hook = cast(Hook[T], step)
+    return hook, _resume(hook, None, None)
 
 
 def _resume(hook: Hook[T], value: Any, error: Exception | None) -> IOCall[Any] | _Returned[T]:
