@@ -99,12 +99,14 @@ def contestants(size: int) -> dict[str, Callable[[list[BaseMessage]], object]]:
 
     def ours_check(history: list[BaseMessage]) -> object:
         state = {"messages": history}
-        ctx = pa._context("agent", state, ca, None)
+        ctx = pa.context_for("agent", state, ca)
         return check_mw.check(View(state), ctx)
 
     return {
         "ours: check": ours_check,
-        "ours: invoke_node": lambda h: pb.invoke_node("agent", inner, {"messages": h}, cb),
+        "ours: invoke_node": lambda h: pb.invoke_node(
+            pb.context_for("agent", {"messages": h}, cb), inner
+        ),
         "SummarizationMiddleware": lambda h: summ.before_model({"messages": h}, None),
         "count_tokens_approximately": count_tokens_approximately,
         "exact, no cache": counter.count_messages,
@@ -153,7 +155,7 @@ def cache_miss(base: list[BaseMessage]) -> dict[str, list[int]]:
     pipeline, mw = attached_pipeline()
     warm = {"configurable": {"thread_id": "resumed"}}
     state = {"messages": base[:size]}
-    mw.check(View(state), pipeline._context("agent", state, warm, None))
+    mw.check(View(state), pipeline.context_for("agent", state, warm))
     counter = TokenCounter()
     same, new, exact = (
         "same process: session cache keyed by id, no re-tokenizing",
@@ -170,7 +172,7 @@ def cache_miss(base: list[BaseMessage]) -> dict[str, list[int]]:
             if config is None:
                 counter.count_messages(state["messages"])
             else:
-                mw.check(View(state), pipeline._context("agent", state, config, None))
+                mw.check(View(state), pipeline.context_for("agent", state, config))
             out[label].append(time.perf_counter_ns() - t0)
     return out
 
@@ -231,7 +233,7 @@ def main() -> None:
         "every contestant measures the same history, in rotating order; the three sizes run",
         "interleaved too (call i at 100, 1,000 and 10,000 messages, rotating). Every",
         f"{CALLS_PER_ROUND} calls the history is rewound to its nominal size (untimed).",
-        "ours: check = `Pipeline._context(...)` + `PreflightCheck.check(View(state), ctx)`;",
+        "ours: check = `Pipeline.context_for(...)` + `PreflightCheck.check(View(state), ctx)`;",
         "ours: invoke_node = the node path with a no-op inner RunnableLambda.",
         'SummarizationMiddleware = `before_model` with `trigger=("tokens", 10**9)`',
         "(never fires). exact, no cache = `TokenCounter().count_messages` (tiktoken).",

@@ -73,5 +73,8 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
+    # First in line: once ``langgraph_ctx.nodes`` is aliased, the path finder would
+    # otherwise load ``langgraph_ctx.nodes.think`` from the alias's __path__ as a
+    # second copy of the module, with classes of its own.
     if not any(isinstance(f, _MovedFinder) for f in sys.meta_path):
-        sys.meta_path.append(_MovedFinder())
+        sys.meta_path.insert(0, _MovedFinder())

@@ -46,10 +46,18 @@ class MiddlewareError(ContextRunError):
 
 
 class NextCalledTwiceError(ContextRunError):
-    """A middleware called ``next`` more than once in one call."""
+    """A middleware called ``call_next`` again after it returned, or while it ran.
 
-    def __init__(self, middleware: str, node: str) -> None:
-        super().__init__(f"middleware {middleware!r} called next() twice on node {node!r}")
+    A new call is allowed only after the previous one raised (a retry or a
+    fallback); see :mod:`langgraph_ctx.pipeline.chain` for why.
+    """
+
+    def __init__(self, middleware: str, node: str, *, running: bool = False) -> None:
+        when = "while its previous call was still running" if running else "after it returned"
+        super().__init__(
+            f"middleware {middleware!r} called call_next() again on node {node!r} {when}; "
+            "a new call is allowed only after the previous one raised (retry, fallback)"
+        )
         self.middleware = middleware
         self.node = node
 

@@ -26,6 +26,9 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
+LEDGER = "context_ledger"
+"""The state key of the ledger."""
+
 LEDGER_SIZE = 32
 """Entries kept in ``context_ledger`` by the default reducer. Small on purpose:
 the ledger is rewritten into every checkpoint, so its size is paid per step.
@@ -104,6 +107,15 @@ class ContextState(TypedDict, total=False):
     """Session metadata: user, task, configuration."""
     context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
     """What the context manager did, bounded."""
+
+
+def declaration(key: str) -> str:
+    """How :class:`ContextState` declares ``key``, to copy into another state schema."""
+    annotation = ContextState.__annotations__.get(key)
+    # A string under ``from __future__ import annotations`` (a ForwardRef once
+    # TypedDict has it): the declaration exactly as written above.
+    text = getattr(annotation, "__forward_arg__", annotation)
+    return f"{key}: {text}" if isinstance(text, str) else f"a {key!r} key"
 
 
 def ledger_entry(

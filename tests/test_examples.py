@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_example_runs(path: Path, postgres_db: str) -> None:
-    # Examples that need PostgreSQL read it from the environment, as a user's would.
-    env = {**os.environ, "LANGGRAPH_CTX_DATABASE_URL": postgres_db}
+    # Examples that need PostgreSQL read it from the environment, as a user's would;
+    # the package they import is this checkout's, whatever is installed.
+    path_var = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "LANGGRAPH_CTX_DATABASE_URL": postgres_db, "PYTHONPATH": path_var}
     result = subprocess.run(
         [sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env
     )
@@ -47,3 +50,16 @@ def test_postgres_example_resumes_the_thread(postgres_db: str) -> None:
     assert outcome["summaries"]  # and compression carried on across the restart
     ids = {m.id for m in second["messages"]}
     assert any(m.id in ids for m in first["messages"] if m.type == "human")
+
+
+def test_retry_example_leaves_no_trace_of_failed_attempts() -> None:
+    module = runpy.run_path(str(EXAMPLES[0].parent / "retry_middleware.py"))
+    outcome = module["main"]()
+    # Turn 1: two failures, then the answer; turn 2: the provider stays down.
+    assert outcome["answers"] == [
+        "Shipment SHP-0042 cleared customs at 09:40; the carrier is Maersk.",
+        module["FALLBACK"],
+    ]
+    # One measurement for the attempt that reached the model and answered; none
+    # for the failed ones (rolled back); the retries themselves are kept.
+    assert outcome["kinds"] == ["retry", "retry", "utilization", "retry", "retry", "retry"]

@@ -41,3 +41,31 @@ def test_core_imports_without_optional_extras() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_modules_moved_in_0_2_import_from_their_old_path_with_a_warning() -> None:
+    # One release of grace: `import langgraph_ctx.persistence` is the new module, and says so.
+    import subprocess
+    import sys
+
+    from langgraph_ctx._moved import MOVED
+
+    code = (
+        "import importlib, warnings\n"
+        "from langgraph_ctx._moved import MOVED\n"
+        "for old, new in MOVED.items():\n"
+        "    with warnings.catch_warnings(record=True) as caught:\n"
+        "        warnings.simplefilter('always')\n"
+        "        module = importlib.import_module(old)\n"
+        "    assert module is importlib.import_module(new), old\n"
+        "    assert any(new in str(w.message) and w.category is DeprecationWarning\n"
+        "               for w in caught), old\n"
+        "from langgraph_ctx.nodes.think import Thought\n"  # a submodule of a moved package
+        "from langgraph_ctx.agent import Thought as T2\n"
+        "assert Thought is T2\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert len(MOVED) >= 20
+    for new in MOVED.values():  # every target exists
+        importlib.import_module(new)

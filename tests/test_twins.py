@@ -127,12 +127,20 @@ class Store:
     assert twins(delegating) == []
 
 
+# The one place sync and async must differ: the chain's own runners. A sync
+# ``call_next`` cannot hold its attempt open across an ``await``, so each runner
+# has its own seven-line skeleton around the shared _Attempt, handlers and hooks.
+RUNNERS = {"pipeline/chain.py": [("step", "arun_layers", 7)]}
+
+
 def test_no_sync_async_twin_in_the_package() -> None:
     found = {
         str(path.relative_to(PACKAGE)): pairs
         for path in sorted(PACKAGE.rglob("*.py"))
         if (pairs := twins(path.read_text(encoding="utf-8")))
     }
+    for where, pairs in RUNNERS.items():
+        assert found.pop(where, None) == pairs, "the runners changed: look again"
     assert found == {}, f"sync/async twins (write the logic once): {found}"
 
 

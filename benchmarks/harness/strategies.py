@@ -24,7 +24,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
-from langgraph_ctx.pipeline import Pipeline
+from langgraph_ctx.pipeline import CallContext, Pipeline
 from langgraph_ctx.state import ContextState
 
 from .recorder import ReplayModel
@@ -130,18 +130,11 @@ class TimedPipeline(Pipeline):
         super().__init__(*args, **kwargs)
         self.clock = clock
 
-    def invoke_node(
-        self,
-        node: str,
-        inner: Runnable[Any, Any],
-        state: Any,
-        config: RunnableConfig,
-        writer: Callable[[Any], None] | None = None,
-    ) -> Any:
+    def invoke_node(self, ctx: CallContext, inner: Runnable[Any, Any]) -> Any:
         timed = _TimedNode(inner)
         start = time.perf_counter()
         try:
-            return super().invoke_node(node, timed, state, config, writer)
+            return super().invoke_node(ctx, timed)
         finally:
             self.clock.managed += time.perf_counter() - start - timed.seconds
 

@@ -11,7 +11,7 @@
     )
 
 The chain runs once per model call, in ``wrap_model_call``: the view is the agent
-state with the request's messages; its ``next`` calls the model with the view's
+state with the request's messages; its ``call_next`` calls the model with the view's
 messages and ``ctx.tools`` (ephemeral: this request only) and returns
 ``{"messages": [answer]}``, which the layers may post-process (pre-flight
 calibrates from it). Persistent updates and ledger events (``context_ledger``,
@@ -25,14 +25,18 @@ checkpointed, and other middleware's request edits apply on top of its own.
 Node filters (``nodes=``, ``default_nodes``) are ignored: every layer runs on
 every model call. A ``wrap_model_call`` middleware inside this one whose
 ``Command`` adds messages loses them on a call that compresses.
+
+What the layers need is checked when it is built, against its ``state_schema``
+(:class:`ContextAgentState`): a layer that needs another key (``ToolEviction``
+writes ``tool_cache``) is refused until a subclass gives a ``state_schema``
+extending ``ContextAgentState`` with it.
 """
 
 from __future__ import annotations
 
-import copy
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, cast, get_type_hints
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -53,13 +57,10 @@ from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
-    FunctionMiddleware,
-    Layer,
     Middleware,
     Pipeline,
     View,
     arun_layers,
-    graph_namespace,
     run_layers,
 )
 from langgraph_ctx.state import LedgerEntry, ledger_reducer
@@ -98,14 +99,16 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             events: where every ledger event is also written, if anywhere.
             max_sessions: threads whose token caches are kept in memory.
         """
-        layers = [m if isinstance(m, Middleware) else FunctionMiddleware(m) for m in middleware]
-        # The pipeline validates the layers and keeps the per-thread token caches;
-        # it is never attached to a graph.
+        # The pipeline registers the layers, checks them against this agent's state
+        # and keeps the per-thread token caches; it is attached to the model calls.
         self.pipeline = Pipeline(
-            layers, budget=budget, counter=counter, events=events, max_sessions=max_sessions
+            middleware, budget=budget, counter=counter, events=events, max_sessions=max_sessions
         )
-        order = sorted(enumerate(layers), key=lambda p: (p[1].priority, p[0]))
-        self.layers = [Layer(m, m.priority, i, None) for i, m in order]
+        self.layers = self.pipeline.attach_to_calls(
+            NODE,
+            _keys(self.state_schema),
+            f"give {type(self).__name__} a state_schema extending ContextAgentState with",
+        )
         self.system_prompt_counted = system_prompt_counted
 
     def wrap_model_call(
@@ -117,9 +120,6 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         result = run_layers(
             self.layers, ctx, view, lambda v: _as_update(handler(_shape(request, v, ctx)))
         )
-        if self.pipeline.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
-            self.pipeline.events.write(thread, ns, ctx.events)
         return _extended(_as_response(result), ctx)
 
     async def awrap_model_call(
@@ -133,30 +133,28 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             return _as_update(await handler(_shape(request, v, ctx)))
 
         result = await arun_layers(self.layers, ctx, view, terminal)
-        if self.pipeline.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(ctx.config)
-            await self.pipeline.events.awrite(thread, ns, ctx.events)
         return _extended(_as_response(result), ctx)
 
     def _context(self, request: ModelRequest[Any]) -> tuple[CallContext, View]:
-        config = _config(request)
         state = cast(dict[str, Any], request.state)
-        pipeline = self.pipeline
-        prompt = request.system_prompt if self.system_prompt_counted else None
-        if prompt:
-            # A per-call copy sharing the session caches: the prompt may differ per call.
-            pipeline = copy.copy(pipeline)
-            pipeline.system_prompt = prompt
-        ctx = CallContext(
-            node=NODE,
-            config=config,
-            state=state,
-            pipeline=pipeline,
-            session=pipeline.session_for(config, state),
-            tools=list(request.tools),
-            stream_writer=request.runtime.stream_writer if request.runtime else None,
+        ctx = self.pipeline.context_for(
+            NODE,
+            state,
+            _config(request),
+            request.runtime.stream_writer if request.runtime else None,
+            tools=request.tools,
+            # Per request, not per agent: another middleware may change the prompt.
+            system_prompt=request.system_prompt if self.system_prompt_counted else None,
         )
         return ctx, View({**state, "messages": list(request.messages)})
+
+
+def _keys(schema: type[Any]) -> frozenset[str]:
+    # A TypedDict knows its keys, inherited ones included, without evaluating
+    # its annotations (which may name what only its own module can resolve).
+    keys: frozenset[str] = getattr(schema, "__required_keys__", frozenset())
+    keys |= getattr(schema, "__optional_keys__", frozenset())
+    return keys or frozenset(get_type_hints(schema))
 
 
 def _config(request: ModelRequest[Any]) -> RunnableConfig:
@@ -193,7 +191,7 @@ def _as_response(result: Any) -> ModelResponse[Any]:
         )
     raise ContextRunError(
         f"the middleware chain returned {type(result).__name__}; inside create_agent it must "
-        "return the update next() returned, an AIMessage or a ModelResponse"
+        "return the update call_next() returned, an AIMessage or a ModelResponse"
     )
 
 

@@ -22,15 +22,16 @@ list, so summaries land in their place), and the node sees the same list.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.budget import Budget, UsageReport
@@ -50,14 +51,8 @@ from langgraph_ctx.markers import (
     is_compacted,
     summary_info,
 )
-from langgraph_ctx.pipeline import (
-    AsyncNext,
-    CallContext,
-    Middleware,
-    Next,
-    View,
-    graph_namespace,
-)
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
 logger = logging.getLogger("langgraph_ctx.compression")
@@ -72,6 +67,17 @@ _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
 )
 
 
+@contextlib.contextmanager
+def _collecting_fallbacks() -> Iterator[list[str]]:
+    """Collect, for this call only, why the (shared) summarizer fell back."""
+    reasons: list[str] = []
+    token = _fallbacks.set(reasons)
+    try:
+        yield reasons
+    finally:
+        _fallbacks.reset(token)
+
+
 def _note_fallback(reason: str, exc: BaseException | None) -> None:
     sink = _fallbacks.get()
     if sink is not None:
@@ -84,6 +90,10 @@ class TieredCompression(Middleware):
     name = "compression"
     priority = 30
     default_nodes = ("call_llm", "think")
+    requires = (PreflightCheck,)
+    """Its trigger is pre-flight's zone, and its target the room the report leaves."""
+    reads = ("messages",)
+    writes = ("messages", "context_ledger")
 
     def __init__(
         self,
@@ -181,45 +191,20 @@ class TieredCompression(Middleware):
 
     # -- the middleware ----------------------------------------------------
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
-            return next(view)
-        sink: list[str] = []
-        token = _fallbacks.set(sink)
-        try:
-            text = (
-                self.summarizer.summarize(work.source, max_tokens=work.max_tokens)
-                if work.source
-                else None
-            )
-        finally:
-            _fallbacks.reset(token)
-        thread, ns = _scope(ctx)
-        for messages, reason in work.removals():
-            self.archive.put(thread, messages, reason=reason, namespace=ns)
-        return next(self._apply(view, ctx, work, text, sink))
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        work = self._decide(view, ctx)
-        if work is None:
-            return await next(view)
-        sink: list[str] = []
-        token = _fallbacks.set(sink)
-        try:
-            text = (
-                await self.summarizer.asummarize(work.source, max_tokens=work.max_tokens)
-                if work.source
-                else None
-            )
-        finally:
-            _fallbacks.reset(token)
-        thread, ns = _scope(ctx)
-        for messages, reason in work.removals():
-            await self.archive.aput(thread, messages, reason=reason, namespace=ns)
-        return await next(self._apply(view, ctx, work, text, sink))
+            return view
+        text: str | None = None
+        with _collecting_fallbacks() as fallbacks:
+            if work.source:
+                text = yield IOCall(
+                    partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
+                    partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
+                )
+        # Archived before the rewrite is persisted: nothing leaves the state unkept.
+        yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
+        return self._apply(view, ctx, work, text, fallbacks)
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -229,12 +214,18 @@ class TieredCompression(Middleware):
 
     # -- the steps -----------------------------------------------------------
 
+    def _archive(self, ctx: CallContext, work: _Work) -> None:
+        thread, namespace = _scope(ctx)
+        for messages, reason in work.removals():
+            self.archive.put(thread, messages, reason=reason, namespace=namespace)
+
+    async def _aarchive(self, ctx: CallContext, work: _Work) -> None:
+        thread, namespace = _scope(ctx)
+        for messages, reason in work.removals():
+            await self.archive.aput(thread, messages, reason=reason, namespace=namespace)
+
     def _decide(self, view: View, ctx: CallContext) -> _Work | None:
-        report = ctx.usage
-        if report is None:
-            raise ConfigurationError(
-                "TieredCompression", "needs PreflightCheck to run before it on the same node"
-            )
+        report = ctx.measured()
         messages: list[BaseMessage] = list(view.get("messages") or ())
         urgent = report.zone == "red" or "messages" in report.over
         if not urgent and report.zone != "yellow":
@@ -389,8 +380,7 @@ class TieredCompression(Middleware):
         return compacted(message, digest, tokens)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
-        report = ctx.usage
-        assert report is not None
+        report = ctx.measured()
         pinned = sum(ctx.session.cache.count_of(m) for m in plan.tiers.pinned)
         data = {
             "total": report.total,

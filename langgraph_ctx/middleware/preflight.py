@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
 from langgraph_ctx.markers import is_summary
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 
 class PreflightCheck(Middleware):
@@ -32,26 +31,20 @@ class PreflightCheck(Middleware):
     name = "preflight"
     priority = 10
     default_nodes = ("call_llm", "think")
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._tool_tokens: dict[tuple[str, int], int] = {}
         self._prompt_tokens: dict[str, int] = {}
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        report = self.check(view, ctx)
-        result = next(view)
-        # Compare the provider with what was sent: compression may have shrunk it.
-        self.observe(result, ctx, ctx.usage or report)
-        return result
+    def before(self, view: View, ctx: CallContext) -> View:
+        self.check(view, ctx)
+        return view
 
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        report = self.check(view, ctx)
-        result = await next(view)
-        # Compare the provider with what was sent: compression may have shrunk it.
-        self.observe(result, ctx, ctx.usage or report)
+    def after(self, view: View, result: Any, ctx: CallContext) -> Any:
+        self.observe(result, ctx)
         return result
 
     def check(self, view: View, ctx: CallContext) -> UsageReport:
@@ -63,7 +56,7 @@ class PreflightCheck(Middleware):
             ctx.budget, used, calibration=calibration.ratio, raw_total=sum(raw.values())
         )
         ctx.usage = report
-        ctx.record(
+        ctx.usage_entry = ctx.record(
             "utilization",
             {
                 **report.as_dict(),
@@ -82,7 +75,7 @@ class PreflightCheck(Middleware):
         with session.lock:
             history = session.cache.total(messages)
             in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
-        prompt = self._prompt(ctx) if ctx.pipeline.system_prompt else 0
+        prompt = self._prompt(ctx) if ctx.system_prompt else 0
         tools = sum(self._tool(t, ctx) for t in ctx.tools)
         aux = 0
         for key in ("thoughts", "artifacts"):
@@ -96,20 +89,25 @@ class PreflightCheck(Middleware):
             "auxiliary": aux,
         }
 
-    def observe(self, result: Any, ctx: CallContext, report: UsageReport) -> None:
-        """Learn calibration from the usage the provider reported, if any."""
+    def observe(self, result: Any, ctx: CallContext) -> None:
+        """Complete this call's utilization entry with what was finally sent and
+        what the provider counted, and learn calibration from that count."""
+        # What was sent, not what pre-flight first measured: compression and
+        # recall re-measure (ctx.adjust_usage) when they change the prompt.
+        report, entry = ctx.measured(), ctx.usage_entry
+        if entry is not None:
+            entry["data"]["sent_utilization"] = round(report.utilization, 4)
         for message in _ai_messages(result):
             usage = message.usage_metadata
             if usage and usage.get("input_tokens"):
                 ctx.session.calibration.observe(report.raw_total, usage["input_tokens"])
-                entry = ctx.events[0] if ctx.events else None
-                if entry is not None and entry["kind"] == "utilization":
+                if entry is not None:
                     entry["data"]["actual_input"] = usage["input_tokens"]
                     entry["data"]["output_tokens"] = usage.get("output_tokens", 0)
                 return
 
     def _prompt(self, ctx: CallContext) -> int:
-        prompt = ctx.pipeline.system_prompt or ""
+        prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
             self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
         return self._prompt_tokens[prompt]

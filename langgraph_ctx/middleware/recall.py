@@ -19,25 +19,22 @@ recorded with latency, items and tokens.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx.budget import measure
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
 
 logger = logging.getLogger("langgraph_ctx.recall")
-T = TypeVar("T")
 
 RECALL_END = "[End of Recalled Memory]"
 _HEADER = (
@@ -59,7 +56,12 @@ class MemoryRecall(Middleware):
 
     name = "recall"
     priority = 40
+    """After compression (30): it fills the room compression leaves, not the room before."""
     default_nodes = ("call_llm",)
+    requires = (PreflightCheck,)
+    """It fills what pre-flight left of the auxiliary budget, and no more."""
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(
         self,
@@ -89,44 +91,31 @@ class MemoryRecall(Middleware):
         self.max_tokens = max_tokens
         self.task_key = task_key
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        request = self._request(view, config, ctx)
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        request = self._request(view, ctx)
         if request is None:
-            return next(view)
+            return view
         start = time.perf_counter()
+        fetch = IOCall(
+            partial(self._fetch, request), partial(self._afetch, request), timeout=self.timeout
+        )
         try:
-            found = run_with_timeout(lambda: self._fetch(request), self.timeout)
+            found = yield fetch
         except Exception as exc:
             record_failure(ctx, "recall", exc, start, self.timeout)
-            return next(view)
-        return next(self._inject(view, ctx, request, found, start, elapsed_ms(start)))
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        request = self._request(view, config, ctx)
-        if request is None:
-            return await next(view)
-        start = time.perf_counter()
-        try:
-            found = await asyncio.wait_for(self._afetch(request), self.timeout)
-        except Exception as exc:
-            record_failure(ctx, "recall", exc, start, self.timeout)
-            return await next(view)
-        return await next(self._inject(view, ctx, request, found, start, elapsed_ms(start)))
+            return view
+        return self._inject(view, ctx, request, found, start, elapsed_ms(start))
 
     # -- the steps -----------------------------------------------------------
 
-    def _request(self, view: View, config: RunnableConfig, ctx: CallContext) -> _Request | None:
-        if ctx.usage is None:
-            raise ConfigurationError(
-                "MemoryRecall", "needs PreflightCheck to run before it on the same node"
-            )
+    def _request(self, view: View, ctx: CallContext) -> _Request | None:
+        report = ctx.measured()
+        config = ctx.config
         scope = self.bank.scope(config)
         # Within the auxiliary allocation, and never past the red line: a pinned
         # system prompt over its own share is not covered by rebalancing.
-        headroom = ctx.budget.red_line - ctx.usage.total
-        budget = max(0, min(ctx.usage.remaining("auxiliary"), headroom))
+        headroom = ctx.budget.red_line - report.total
+        budget = max(0, min(report.remaining("auxiliary"), headroom))
         if self.max_tokens is not None:
             budget = min(budget, self.max_tokens)
         if scope is None or budget <= 0:
@@ -174,7 +163,7 @@ class MemoryRecall(Middleware):
         data["tokens"] = ctx.session.calibration.apply(raw)
         data["levels"] = [m.level for m in chosen]
         data["keys"] = [m.key for m in chosen]
-        _account(ctx, raw)
+        ctx.adjust_usage("auxiliary", raw)
         message = _block(lines)
         message.additional_kwargs[KEY] = {
             "ephemeral": True,
@@ -219,27 +208,6 @@ def select(
         lines.pop()
         raw = ctx.counter.count_message(_block(lines))
     return lines, chosen, raw
-
-
-def run_with_timeout(fn: Callable[[], T], timeout: float) -> T:
-    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it takes longer.
-
-    A store that never answers keeps its thread, never the caller (nor, being a
-    daemon, the interpreter at exit).
-    """
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-    def work() -> None:
-        try:
-            future.set_result(fn())
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=work, name="lgctx-recall", daemon=True).start()
-    try:
-        return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"store did not answer within {timeout} s") from None
 
 
 def query_of(view: View) -> str:
@@ -289,18 +257,6 @@ def _fit(line: str, budget: int, ctx: CallContext) -> str | None:
         else:
             high = mid - 1
     return line[:low] + " [...]" if low > len("- [previous session] ") else None
-
-
-def _account(ctx: CallContext, raw: int) -> None:
-    """Add the injected block to the usage report (auxiliary) and this call's utilization."""
-    old = ctx.usage
-    assert old is not None
-    used = {**old.used, "auxiliary": old.used["auxiliary"] + ctx.session.calibration.apply(raw)}
-    report = measure(ctx.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw)
-    ctx.usage = report
-    for entry in ctx.events:
-        if entry["kind"] == "utilization":
-            entry["data"]["sent_utilization"] = round(report.utilization, 4)
 
 
 def record_failure(

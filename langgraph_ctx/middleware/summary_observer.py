@@ -9,18 +9,17 @@ the same scope rule as recall: one user's summaries never reach another's.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import is_summary, summary_body
-from langgraph_ctx.middleware.recall import elapsed_ms, record_failure, run_with_timeout
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View, graph_namespace
+from langgraph_ctx.middleware.recall import elapsed_ms, record_failure
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.retrieval.memory import MemoryBank
 
 
@@ -36,6 +35,8 @@ class SummaryObserver(Middleware):
     name = "summary_observer"
     priority = 29
     default_nodes = ("call_llm", "think")
+    reads = ("messages",)
+    writes = ("context_ledger",)
 
     def __init__(self, bank: MemoryBank, *, timeout: float = 2.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -44,62 +45,47 @@ class SummaryObserver(Middleware):
         self.bank = bank
         self.timeout = timeout
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        mark = len(ctx.persistent)
-        result = next(view)
-        work = self._work(view, config, ctx, mark)
+    def after(self, view: View, result: Any, ctx: CallContext) -> Hook[Any]:
+        work = self._work(view, ctx)
         if work:
             start = time.perf_counter()
+            store = IOCall(
+                partial(self._remember, work), partial(self._aremember, work), timeout=self.timeout
+            )
             try:
-                run_with_timeout(lambda: [self.bank.remember(**w) for w in work], self.timeout)
+                yield store
             except Exception as exc:
                 record_failure(ctx, "observe", exc, start, self.timeout)
             else:
-                ctx.record(
-                    "observe", {"keys": [w["key"] for w in work], "latency_ms": elapsed_ms(start)}
-                )
+                keys = [w["key"] for w in work]
+                ctx.record("observe", {"keys": keys, "latency_ms": elapsed_ms(start)})
         return result
 
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        mark = len(ctx.persistent)
-        result = await next(view)
-        work = self._work(view, config, ctx, mark)
-        if work:
-            start = time.perf_counter()
+    def _remember(self, work: list[dict[str, Any]]) -> None:
+        for w in work:
+            self.bank.remember(**w)
 
-            async def write() -> None:
-                for w in work:
-                    await self.bank.aremember(**w)
+    async def _aremember(self, work: list[dict[str, Any]]) -> None:
+        for w in work:
+            await self.bank.aremember(**w)
 
-            try:
-                await asyncio.wait_for(write(), self.timeout)
-            except Exception as exc:
-                record_failure(ctx, "observe", exc, start, self.timeout)
-            else:
-                ctx.record(
-                    "observe", {"keys": [w["key"] for w in work], "latency_ms": elapsed_ms(start)}
-                )
-        return result
-
-    def _work(
-        self, view: View, config: RunnableConfig, ctx: CallContext, mark: int
-    ) -> list[dict[str, Any]]:
+    def _work(self, view: View, ctx: CallContext) -> list[dict[str, Any]]:
+        # Any summary persisted by the rest of this call (compression runs inside
+        # this layer) that was not in the history before it.
         before = {m.id for m in view.get("messages") or ()}
         new = [
             m
-            for update in ctx.persistent[mark:]
+            for update in ctx.persistent
             for m in update.values.get("messages") or ()
             if isinstance(m, BaseMessage) and is_summary(m) and m.id not in before
         ]
         if not new:
             return []
-        scope = self.bank.scope(config)
+        scope = self.bank.scope(ctx.config)
         if scope is None:
             ctx.record("observe_skipped", {"reason": "no scope in config", "summaries": len(new)})
             return []
-        where = f"{ctx.thread_id}\x00{graph_namespace(config)}"
+        where = f"{ctx.thread_id}\x00{graph_namespace(ctx.config)}"
         return [
             {
                 "scope": scope,

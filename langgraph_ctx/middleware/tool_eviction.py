@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig
-
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.pipeline import AsyncNext, CallContext, Middleware, Next, View
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Middleware, View
 from langgraph_ctx.tools import ToolRegistry
 
 
@@ -26,6 +25,10 @@ class ToolEviction(Middleware):
     name = "tool_eviction"
     priority = 20
     default_nodes = ("call_llm",)
+    requires = (PreflightCheck,)
+    """It trims the tools to the tool budget pre-flight rebalanced."""
+    writes = ("tool_cache", "context_ledger")
+    """Evictions are ``-name`` operations on ``tool_cache`` (so it must exist too)."""
 
     def __init__(self, registry: ToolRegistry, *, capacity: int = 16, **kwargs: Any) -> None:
         """
@@ -38,14 +41,6 @@ class ToolEviction(Middleware):
             raise ConfigurationError("capacity", f"must be >= 0, got {capacity}")
         self.registry = registry
         self.capacity = capacity
-
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        return next(self._evict(view, ctx))
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await next(self._evict(view, ctx))
 
     def evictions(self, cache: list[str], tool_budget_raw: int) -> list[str]:
         """Names to evict, least recently used first, to meet capacity and budget."""
@@ -60,10 +55,8 @@ class ToolEviction(Middleware):
             total -= cost[name]
         return evicted
 
-    def _evict(self, view: View, ctx: CallContext) -> View:
-        report = ctx.usage
-        if report is None:
-            raise ConfigurationError("ToolEviction", "needs PreflightCheck to run before it")
+    def before(self, view: View, ctx: CallContext) -> View:
+        report = ctx.measured()
         cache = list(view.get("tool_cache") or ())
         budget_raw = int(report.allocation["tools"] / max(report.calibration, 1e-6))
         evicted = self.evictions(cache, budget_raw)

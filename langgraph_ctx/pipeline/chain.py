@@ -1,43 +1,81 @@
 """The middleware contract and the one loop that runs it.
 
-A middleware is called as ``mw(view, config, ctx, next)`` (sync) or awaited
-as ``mw.acall(...)`` (async). :func:`run_layers` is the only place the
-contract is enforced: ``next`` may be called once; an error a middleware
-raises surfaces as :class:`~langgraph_ctx.errors.MiddlewareError` naming it;
-the node's own errors pass through untouched.
+A middleware is called as ``mw(view, ctx, call_next)`` (sync), or awaited as
+``mw.acall(view, ctx, call_next)`` (async); a :class:`Middleware` subclass
+usually overrides the hooks ``before``/``after`` instead, written once for both.
+``config`` is ``ctx.config``. :func:`run_layers` and :func:`arun_layers` are the
+only places the contract is enforced:
+
+- ``call_next(view)`` runs the rest of the call (later layers, then the node)
+  on ``view``. Not calling it short-circuits the call.
+- ``call_next`` may be called again only after the previous call raised: a
+  retry or a fallback, as LangChain's ``wrap_model_call`` allows. A call that
+  raised is rolled back first: the persistent updates and ledger events made
+  inside it are dropped and ``ctx.usage`` and ``ctx.tools`` are restored, so a
+  failed attempt leaves no trace, just as a failed node leaves none in the
+  checkpoint. Calling it again after it returned (or while it runs) raises
+  :class:`~langgraph_ctx.errors.NextCalledTwiceError`: the node would run twice
+  in one step and both updates would land (two answers, every persistent
+  update and event twice), which no caller wants. Not rolled back: notes in
+  ``ctx.annotations``, the session's token cache and calibration, and I/O
+  already done (archived messages are keyed by id, so a retry rewrites them).
+- An error a middleware raises surfaces as
+  :class:`~langgraph_ctx.errors.MiddlewareError` naming it; the node's own
+  errors pass through untouched, through every layer.
+
+Sync and async: a middleware with only a sync form also runs under ``ainvoke``
+(in a worker thread; its ``call_next`` hops back onto the event loop); one with
+only an async form is refused under ``invoke`` before any layer runs.
+
+The 0.1 form ``mw(view, config, ctx, next)`` still works for one release: it is
+detected when registered (see :mod:`~langgraph_ctx.pipeline.layer`), with one
+``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, cast
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any, cast
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
 from langgraph_ctx.errors import ContextRunError, MiddlewareError, NextCalledTwiceError
 from langgraph_ctx.pipeline.context import CallContext, View, _current
+from langgraph_ctx.pipeline.hooks import Step, adrive, drive
+from langgraph_ctx.pipeline.layer import (
+    AsyncCallNext,
+    AsyncHandler,
+    CallNext,
+    Handler,
+    Layer,
+)
 
 DEFAULT_PRIORITY = 100
 
-
-class Next(Protocol):
-    def __call__(self, view: View, /) -> Any: ...
-
-
-class AsyncNext(Protocol):
-    def __call__(self, view: View, /) -> Awaitable[Any]: ...
+Next = CallNext
+"""The 0.1 name of :class:`CallNext`."""
+AsyncNext = AsyncCallNext
+"""The 0.1 name of :class:`AsyncCallNext`."""
 
 
 class Middleware:
-    """Base class: override ``__call__`` (sync) and/or ``acall`` (async).
+    """Base class of every middleware.
 
-    Both default to passing the call straight through. A middleware that only
-    overrides ``__call__`` still works under ``ainvoke``: it runs in a worker
-    thread and its ``next`` hops back onto the event loop.
+    Most override the hooks, each written once for sync and async runs:
+
+    - :meth:`before` gets the view and returns the view the rest of the call
+      sees (the same one to pass it through);
+    - :meth:`after` gets the result the rest of the call returned and returns
+      the result to hand back.
+
+    A hook that needs I/O yields an :class:`~langgraph_ctx.pipeline.hooks.IOCall`
+    (see :mod:`~langgraph_ctx.pipeline.hooks`). To short-circuit, retry, or
+    otherwise control the call itself, override ``__call__(view, ctx, call_next)``
+    (sync) and/or ``acall`` (async) instead. A middleware that only overrides
+    ``__call__`` still works under ``ainvoke`` (in a worker thread); one that
+    only overrides ``acall`` is async-only.
     """
 
     name: str = ""
@@ -45,6 +83,14 @@ class Middleware:
     default_nodes: tuple[str, ...] | None = None
     """Nodes this built-in applies to unless told otherwise. Unlike an explicit
     filter, a default may name nodes the graph lacks, as long as one exists."""
+    requires: tuple[type[Middleware] | str, ...] = ()
+    """Middleware that must run before this one on each of its nodes (classes, or
+    names): checked at ``attach()``."""
+    reads: tuple[str, ...] = ()
+    """State keys it needs the graph's state to have: checked at ``attach()``."""
+    writes: tuple[str, ...] = ()
+    """State keys it persists to (``context_ledger`` if it records events): the
+    graph's state must have them, checked at ``attach()``."""
 
     def __init__(
         self,
@@ -66,27 +112,43 @@ class Middleware:
         ``None`` for all). Raise :class:`~langgraph_ctx.errors.ConfigurationError`
         to refuse it at wiring time. The default accepts any graph."""
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        return next(view)
+    def before(self, view: View, ctx: CallContext) -> Step[View]:
+        """Runs before the rest of the call; returns the view it sees."""
+        return view
 
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await next(view)
+    def after(self, view: View, result: Any, ctx: CallContext) -> Step[Any]:
+        """Runs after the rest of the call returned ``result`` (``view``: what
+        :meth:`before` handed on); returns the result to hand back."""
+        return result
 
-    @property
-    def has_sync(self) -> bool:
-        return True
+    def __call__(self, view: View, ctx: CallContext, call_next: CallNext) -> Any:
+        handed = drive(self.before(view, ctx))
+        return drive(self.after(handed, call_next(handed), ctx))
 
-    @property
-    def has_async(self) -> bool:
+    async def acall(self, view: View, ctx: CallContext, call_next: AsyncCallNext) -> Any:
+        handed = await adrive(self.before(view, ctx))
+        return await adrive(self.after(handed, await call_next(handed), ctx))
+
+    def handlers(self) -> tuple[Handler | None, AsyncHandler | None]:
+        """Its sync and async forms (``None`` where it has none): ``__call__`` and
+        ``acall`` where a subclass overrides them, the hooks in both otherwise."""
+        cls = type(self)
+        own_sync = cls.__call__ is not Middleware.__call__
+        own_async = cls.acall is not Middleware.acall
+        # Overriding only one leaves the other running the (pass-through) hooks,
+        # which would skip the override: that form does not exist.
         return (
-            type(self).acall is not Middleware.acall or type(self).__call__ is Middleware.__call__
+            self.__call__ if own_sync or not own_async else None,
+            self.acall if own_async or not own_sync else None,
         )
 
 
 class FunctionMiddleware(Middleware):
-    """A plain (sync or async) function used as middleware."""
+    """A plain function ``fn(view, ctx, call_next)``, sync or async, as middleware.
+
+    ``requires``, ``reads`` and ``writes`` declare what it needs, as for a
+    :class:`Middleware` subclass.
+    """
 
     def __init__(
         self,
@@ -95,82 +157,66 @@ class FunctionMiddleware(Middleware):
         priority: int | None = None,
         nodes: Sequence[str] | None = None,
         name: str | None = None,
+        requires: Sequence[type[Middleware] | str] = (),
+        reads: Sequence[str] = (),
+        writes: Sequence[str] = (),
     ) -> None:
         super().__init__(priority=priority, nodes=nodes, name=name or getattr(fn, "__name__", ""))
         self.fn = fn
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self.requires, self.reads, self.writes = tuple(requires), tuple(reads), tuple(writes)
 
-    def __call__(self, view: View, config: RunnableConfig, ctx: CallContext, next: Next) -> Any:
-        if self._is_async:
-            raise ContextRunError(
-                f"middleware {self.name!r} is async-only: run the graph with ainvoke/astream"
-            )
-        return self.fn(view, config, ctx, next)
-
-    async def acall(
-        self, view: View, config: RunnableConfig, ctx: CallContext, next: AsyncNext
-    ) -> Any:
-        return await self.fn(view, config, ctx, next)
-
-    @property
-    def has_sync(self) -> bool:
-        return not self._is_async
-
-    @property
-    def has_async(self) -> bool:
-        return self._is_async
+    def handlers(self) -> tuple[Handler | None, AsyncHandler | None]:
+        if inspect.iscoroutinefunction(self.fn):
+            return None, self.fn
+        return self.fn, None
 
 
 def as_middleware(
-    *, priority: int = DEFAULT_PRIORITY, nodes: Sequence[str] | None = None, name: str | None = None
+    *,
+    priority: int = DEFAULT_PRIORITY,
+    nodes: Sequence[str] | None = None,
+    name: str | None = None,
+    requires: Sequence[type[Middleware] | str] = (),
+    reads: Sequence[str] = (),
+    writes: Sequence[str] = (),
 ) -> Callable[[Callable[..., Any]], FunctionMiddleware]:
-    """Decorate ``fn(view, config, ctx, next)`` to make it a middleware."""
+    """Decorate ``fn(view, ctx, call_next)`` to make it a middleware."""
 
     def wrap(fn: Callable[..., Any]) -> FunctionMiddleware:
-        return FunctionMiddleware(fn, priority=priority, nodes=nodes, name=name)
+        return FunctionMiddleware(
+            fn,
+            priority=priority,
+            nodes=nodes,
+            name=name,
+            requires=requires,
+            reads=reads,
+            writes=writes,
+        )
 
     return wrap
-
-
-@dataclasses.dataclass(frozen=True)
-class Layer:
-    middleware: Middleware
-    priority: int
-    index: int
-    nodes: frozenset[str] | None
 
 
 def run_layers(
     layers: Sequence[Layer], ctx: CallContext, view: View, terminal: Callable[[View], Any]
 ) -> Any:
-    """Run ``layers`` in order around ``terminal`` (the node, or a model call).
+    """Run ``layers`` in order around ``terminal`` (the node, or a model call); once
+    the call returned, publish its events (:meth:`CallContext.finish`)."""
+    _refuse_async_only(layers, ctx)
 
-    The one place the ``next`` contract is enforced: each layer gets a ``next``
-    that may be called once; an error a layer raises is wrapped with its name;
-    the terminal's own errors pass through untouched.
-    """
-    config = ctx.config
+    def step(i: int) -> CallNext:
+        attempt = _Attempt(ctx, layers, i)
 
-    def step(i: int) -> Next:
-        called = False
+        def call_next(v: View) -> Any:
+            with attempt:
+                if i == len(layers):
+                    return terminal(_as_view(v))
+                return cast(Handler, layers[i].call)(_as_view(v), ctx, step(i + 1))
 
-        def call(v: View) -> Any:
-            nonlocal called
-            if called:
-                raise _twice(ctx, layers, i)
-            called = True
-            if i == len(layers):
-                return _terminal(ctx, lambda: terminal(v))
-            mw = layers[i].middleware
-            if not mw.has_sync:
-                raise ContextRunError(
-                    f"middleware {mw.name!r} is async-only: run the graph with ainvoke/astream"
-                )
-            return _guard(ctx, mw, lambda: mw(_as_view(v), config, ctx, step(i + 1)))
+        return call_next
 
-        return call
-
-    return step(0)(view)
+    result = step(0)(view)
+    ctx.finish()
+    return result
 
 
 async def arun_layers(
@@ -180,68 +226,90 @@ async def arun_layers(
     terminal: Callable[[View], Awaitable[Any]],
 ) -> Any:
     """Async :func:`run_layers`. A sync-only layer runs in a worker thread."""
-    config = ctx.config
     loop = asyncio.get_running_loop()
 
-    def step(i: int) -> AsyncNext:
-        called = False
+    def step(i: int) -> AsyncCallNext:
+        attempt = _Attempt(ctx, layers, i)
 
-        async def call(v: View) -> Any:
-            nonlocal called
-            if called:
-                raise _twice(ctx, layers, i)
-            called = True
-            if i == len(layers):
-                return await _aterminal(ctx, terminal(v))
-            mw = layers[i].middleware
-            if mw.has_async:
-                return await _aguard(ctx, mw, mw.acall(_as_view(v), config, ctx, step(i + 1)))
-            nxt = step(i + 1)
+        async def call_next(v: View) -> Any:
+            with attempt:
+                if i == len(layers):
+                    return await terminal(_as_view(v))
+                return await _async_form(layers[i], loop)(_as_view(v), ctx, step(i + 1))
 
-            def sync_next(inner_view: View) -> Any:
-                # Runs in the worker thread: hand the rest of the chain back to the loop.
-                return asyncio.run_coroutine_threadsafe(cast(Any, nxt(inner_view)), loop).result()
+        return call_next
 
-            return await _aguard(
-                ctx, mw, asyncio.to_thread(mw, _as_view(v), config, ctx, sync_next)
+    result = await step(0)(view)
+    await ctx.afinish()
+    return result
+
+
+def _async_form(layer: Layer, loop: asyncio.AbstractEventLoop) -> AsyncHandler:
+    if layer.acall is not None:
+        return layer.acall
+    handler = cast(Handler, layer.call)
+
+    def in_thread(view: View, ctx: CallContext, call_next: AsyncCallNext) -> Awaitable[Any]:
+        def sync_next(inner: View) -> Any:
+            # In the worker thread: hand the rest of the chain back to the event loop.
+            later = cast(Coroutine[Any, Any, Any], call_next(inner))
+            return asyncio.run_coroutine_threadsafe(later, loop).result()
+
+        return asyncio.to_thread(handler, view, ctx, sync_next)
+
+    return in_thread
+
+
+class _Attempt:
+    """One layer's ``call_next`` (layer ``i`` runs inside it; ``i == len(layers)``:
+    the terminal): when it may run, what a failed run undoes, whose error it is."""
+
+    __slots__ = ("ctx", "i", "layers", "mark", "state", "token")
+
+    def __init__(self, ctx: CallContext, layers: Sequence[Layer], i: int) -> None:
+        self.ctx, self.layers, self.i = ctx, layers, i
+        self.state = "idle"
+
+    def __enter__(self) -> None:
+        if self.state in ("running", "returned"):
+            caller = self.layers[self.i - 1].middleware.name if self.i else "<pipeline>"
+            error = NextCalledTwiceError(caller, self.ctx.node, running=self.state == "running")
+            self.ctx._passing.add(id(error))  # the caller's mistake: not wrapped as its failure
+            raise error
+        self.state = "running"
+        self.mark = self.ctx._mark()
+        if self.i == len(self.layers):
+            self.token = _current.set(self.ctx)
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        terminal = self.i == len(self.layers)
+        if terminal:
+            _current.reset(self.token)
+        if exc is None:
+            self.state = "returned"
+            return
+        self.state = "failed"
+        self.ctx._rollback(self.mark)
+        if terminal:
+            self.ctx._passing.add(id(exc))  # the node's own error: no layer re-wraps it
+            return
+        wrapped = _wrap_error(self.ctx, self.layers[self.i].middleware, exc)
+        if wrapped is not None:
+            raise wrapped from exc
+
+
+def _refuse_async_only(layers: Sequence[Layer], ctx: CallContext) -> None:
+    # Before any layer runs: a chain stopped halfway would have run some of them.
+    for layer in layers:
+        if layer.call is None:
+            raise ContextRunError(
+                f"middleware {layer.middleware.name!r} on node {ctx.node!r} is async-only "
+                "(it has no sync form): run the graph with ainvoke/astream"
             )
-
-        return call
-
-    return await step(0)(view)
-
-
-def _twice(ctx: CallContext, layers: Sequence[Layer], i: int) -> NextCalledTwiceError:
-    # Raised inside the caller's next(): mark it so the caller's guard lets it through as is.
-    error = NextCalledTwiceError(layers[i - 1].middleware.name if i else "<pipeline>", ctx.node)
-    ctx._passing.add(id(error))
-    return error
 
 
 def _as_view(view: Mapping[str, Any]) -> View:
     return view if isinstance(view, View) else View(view)
-
-
-def _terminal(ctx: CallContext, run: Callable[[], Any]) -> Any:
-    token = _current.set(ctx)
-    try:
-        return run()
-    except BaseException as exc:
-        ctx._passing.add(id(exc))  # the node's own error: middleware must not re-wrap it
-        raise
-    finally:
-        _current.reset(token)
-
-
-async def _aterminal(ctx: CallContext, run: Awaitable[Any]) -> Any:
-    token = _current.set(ctx)
-    try:
-        return await run
-    except BaseException as exc:
-        ctx._passing.add(id(exc))
-        raise
-    finally:
-        _current.reset(token)
 
 
 def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseException | None:
@@ -252,23 +320,3 @@ def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseExc
     wrapped = MiddlewareError(mw.name, ctx.node, exc)
     ctx._passing.add(id(wrapped))
     return wrapped
-
-
-def _guard(ctx: CallContext, mw: Middleware, run: Callable[[], Any]) -> Any:
-    try:
-        return run()
-    except BaseException as exc:
-        wrapped = _wrap_error(ctx, mw, exc)
-        if wrapped is None:
-            raise
-        raise wrapped from exc
-
-
-async def _aguard(ctx: CallContext, mw: Middleware, run: Awaitable[Any]) -> Any:
-    try:
-        return await run
-    except BaseException as exc:
-        wrapped = _wrap_error(ctx, mw, exc)
-        if wrapped is None:
-            raise
-        raise wrapped from exc

@@ -1,7 +1,7 @@
 """What travels through one node call: the view, persistent updates, the call context.
 
 Two kinds of change, two types. A :class:`View` is what this call's node will
-see; handing ``next`` a different view is an *ephemeral* change. A
+see; handing ``call_next`` a different view is an *ephemeral* change. A
 :class:`PersistentUpdate` (made with :meth:`CallContext.persist`) is merged
 with the node's own update through the graph's reducers, so it is
 checkpointed.
@@ -10,21 +10,19 @@ checkpointed.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Budget, Component, UsageReport, measure
 from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.state import LedgerEntry, ledger_entry
+from langgraph_ctx.state import LEDGER, LedgerEntry, declaration, ledger_entry
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
-
-if TYPE_CHECKING:
-    from langgraph_ctx.pipeline import Pipeline
 
 
 class View(Mapping[str, Any]):
@@ -97,10 +95,12 @@ class SessionTokens:
     """Per-session notes a middleware keeps between calls (in memory only)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(kw_only=True)
 class CallContext:
     """Travels through the middleware of one node call and into the node.
 
+    It carries everything the call needs (budget, counter, channels, ...), so a
+    middleware never reaches back into the :class:`~langgraph_ctx.Pipeline`.
     Read it from a node with :func:`current_context`.
     """
 
@@ -108,26 +108,31 @@ class CallContext:
     config: RunnableConfig
     state: Mapping[str, Any]
     """The node's input as LangGraph gave it, before any middleware."""
-    pipeline: Pipeline
     session: SessionTokens
-    usage: UsageReport | None = None
-    """Written by pre-flight."""
+    budget: Budget
+    counter: TokenCounter
+    channels: frozenset[str]
+    """The keys of the graph's state: the only places persistent updates and
+    ledger events can go (LangGraph drops an update to any other key silently)."""
+    system_prompt: str | None = None
+    """A system prompt the node adds itself (not in state): counted as system."""
+    sink: EventSink | None = None
+    """Where this call's ledger events are also written once it succeeded, if anywhere."""
+    stream_writer: Callable[[Any], None] | None = None
     tools: list[Any] = dataclasses.field(default_factory=list)
-    """Tools bound for this call (counted by pre-flight, trimmed by eviction)."""
+    """Tools bound for this call (counted by pre-flight, trimmed by eviction).
+    Replace the list rather than change it in place: a failed ``call_next``
+    restores the list it started with."""
+    usage: UsageReport | None = None
+    """Written by pre-flight; re-measured by :meth:`adjust_usage`."""
+    usage_entry: LedgerEntry | None = None
+    """The ``utilization`` entry pre-flight recorded for ``usage``: it fills in the
+    final numbers (what was sent, what the provider counted) after the call."""
     annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Free-form notes from one middleware to the next."""
     persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
     events: list[LedgerEntry] = dataclasses.field(default_factory=list)
-    stream_writer: Callable[[Any], None] | None = None
     _passing: set[int] = dataclasses.field(default_factory=set)
-
-    @property
-    def budget(self) -> Budget:
-        return self.pipeline.budget
-
-    @property
-    def counter(self) -> TokenCounter:
-        return self.pipeline.counter
 
     @property
     def thread_id(self) -> str | None:
@@ -135,45 +140,97 @@ class CallContext:
         return None if value is None else str(value)
 
     def persist(self, source: str, **values: Any) -> PersistentUpdate:
-        """Record a state update that enters the checkpoint with the node's."""
+        """Record a state update that enters the checkpoint with the node's.
+
+        Raises :class:`~langgraph_ctx.errors.ContextRunError` (and records
+        nothing) for a key the graph's state lacks.
+        """
+        missing = sorted(set(values) - self.channels)
+        self._require(missing, f"{source} persisted {missing}")
         update = PersistentUpdate(values=values, source=source)
         self.persistent.append(update)
         return update
 
     def record(self, kind: str, data: dict[str, Any]) -> LedgerEntry:
-        """Append an event to the ledger (persistent) and emit it on the custom stream."""
-        previous = self.events or self.state.get("context_ledger") or None
+        """Append an event to this call's ledger entries.
+
+        They reach the custom stream, the event sink and the checkpoint together,
+        once the call succeeded (:meth:`finish`), so an entry may still be
+        completed until then and every consumer sees its final form. Raises
+        :class:`~langgraph_ctx.errors.ContextRunError` if the graph's state has
+        no ``context_ledger``.
+        """
+        if LEDGER not in self.channels:
+            self._require([LEDGER], f"a {kind!r} event was recorded")
+        previous = self.events or self.state.get(LEDGER) or None
         entry = ledger_entry(kind, self.node, data, after=previous)
         self.events.append(entry)
-        if self.stream_writer is not None:
-            self.stream_writer({"langgraph_ctx": entry})
         return entry
+
+    def _require(self, missing: list[str], what: str) -> None:
+        if missing:
+            raise ContextRunError(
+                f"{what} on node {self.node!r}, but the graph's state lacks {missing}, so "
+                "LangGraph would drop it silently; build the graph on ContextState, or add "
+                "to its state: " + "; ".join(declaration(k) for k in missing)
+            )
+
+    def measured(self) -> UsageReport:
+        """Pre-flight's usage report for this call; an error if it has not run."""
+        if self.usage is None:
+            raise ContextRunError(
+                f"no usage report on node {self.node!r}: this middleware needs "
+                "PreflightCheck to run before it on the same node"
+            )
+        return self.usage
 
     def adjust_usage(self, component: Component, raw_delta: int) -> UsageReport:
         """Re-measure after a middleware changed what will be sent.
 
         ``raw_delta`` is the change in raw (uncalibrated) tokens of one
-        component. Later middleware then read the new report, and this call's
-        utilization entry records what is finally sent.
+        component; calibrated, it is rounded up, so that an estimate errs on
+        the side of a fuller prompt. Later middleware read the new report, and
+        pre-flight records it as what was finally sent.
         """
-        old = self.usage
-        if old is None:
-            raise ContextRunError("adjust_usage needs PreflightCheck to run first")
+        old = self.measured()
         used = {**old.used}
-        used[component] = max(0, used.get(component, 0) + round(old.calibration * raw_delta))
+        used[component] = max(0, used.get(component, 0) + math.ceil(old.calibration * raw_delta))
         self.usage = measure(
             self.budget, used, calibration=old.calibration, raw_total=old.raw_total + raw_delta
         )
-        for entry in self.events:
-            if entry["kind"] == "utilization":
-                entry["data"]["sent_utilization"] = round(self.usage.utilization, 4)
         return self.usage
+
+    def _mark(self) -> _Mark:
+        return len(self.persistent), len(self.events), self.usage, self.usage_entry, self.tools
+
+    def _rollback(self, mark: _Mark) -> None:
+        """Undo what a failed ``call_next`` did to this context (see the contract)."""
+        persistent, events, self.usage, self.usage_entry, self.tools = mark
+        del self.persistent[persistent:]
+        del self.events[events:]
+
+    def finish(self) -> None:
+        """The call succeeded: emit its events on the custom stream and to the sink."""
+        if self._stream() and self.sink is not None:
+            self.sink.write(self.thread_id or "default", graph_namespace(self.config), self.events)
+
+    async def afinish(self) -> None:
+        """Async :meth:`finish`."""
+        if self._stream() and self.sink is not None:
+            thread, namespace = self.thread_id or "default", graph_namespace(self.config)
+            await self.sink.awrite(thread, namespace, self.events)
+
+    def _stream(self) -> bool:
+        if self.stream_writer is not None:
+            for entry in self.events:
+                self.stream_writer({"langgraph_ctx": entry})
+        return bool(self.events)
 
     def merge(self, result: Any) -> Any:
         """Fold persistent updates and events into the node's return value."""
         updates: list[Any] = [Command(update=dict(p.values)) for p in self.persistent]
-        if self.events and "context_ledger" in self.pipeline.channels:
-            updates.append(Command(update={"context_ledger": list(self.events)}))
+        if self.events:
+            updates.append(Command(update={LEDGER: list(self.events)}))
         if not updates:
             return result
         if result is None:
@@ -182,6 +239,8 @@ class CallContext:
             return [*updates, *result]
         return [*updates, result]
 
+
+_Mark = tuple[int, int, UsageReport | None, LedgerEntry | None, list[Any]]
 
 _current: ContextVar[CallContext | None] = ContextVar("langgraph_ctx_call", default=None)
 

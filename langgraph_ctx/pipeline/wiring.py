@@ -1,14 +1,4 @@
-"""The middleware contract, its ordering, and its wiring onto graph nodes.
-
-A middleware is called as ``mw(view, config, ctx, next)``. It may
-
-- hand ``next`` a different :class:`View` — an *ephemeral* change, seen by the
-  rest of this call only;
-- call ``ctx.persist(...)`` — a :class:`PersistentUpdate`, merged with the
-  node's own update through the graph's reducers and so checkpointed;
-- annotate ``ctx`` (pre-flight writes ``ctx.usage`` there for later layers);
-- post-process what ``next`` returned;
-- or return without calling ``next`` (short-circuit).
+"""Ordering middleware and wiring it onto the nodes of a graph.
 
 Layers run lowest priority number first, ties in registration order. The
 order is fixed when the pipeline is attached to a graph; adding a middleware
@@ -18,9 +8,8 @@ user's own nodes need no change::
     pipeline = Pipeline([PreflightCheck(nodes=["agent"])], budget=Budget.for_window(32_000))
     graph = pipeline.attach(builder).compile(checkpointer=saver)
 
-The core reads in three short modules: ``call`` (what one call carries:
-View, PersistentUpdate, CallContext), ``layers`` (the middleware contract
-and the loop that runs it), and this one (ordering and wiring).
+What a middleware may do, and the rules of ``call_next``, are in
+:mod:`~langgraph_ctx.pipeline.chain`.
 """
 
 from __future__ import annotations
@@ -28,55 +17,28 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph import StateGraph
+from langgraph.types import StreamWriter
+from typing_extensions import TypedDict
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.pipeline.chain import (
-    DEFAULT_PRIORITY,
-    AsyncNext,
-    FunctionMiddleware,
-    Layer,
-    Middleware,
-    Next,
-    arun_layers,
-    as_middleware,
-    run_layers,
-)
+from langgraph_ctx.pipeline.chain import FunctionMiddleware, Middleware, arun_layers, run_layers
+from langgraph_ctx.pipeline.checks import ADD_TO_STATE, check_node
 from langgraph_ctx.pipeline.context import (
     CallContext,
     EventSink,
-    PersistentUpdate,
     SessionTokens,
     View,
-    current_context,
     graph_namespace,
 )
+from langgraph_ctx.pipeline.layer import Layer, register
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
-
-__all__ = [
-    "DEFAULT_PRIORITY",
-    "AsyncNext",
-    "CallContext",
-    "EventSink",
-    "FunctionMiddleware",
-    "Layer",
-    "Middleware",
-    "Next",
-    "PersistentUpdate",
-    "Pipeline",
-    "SessionTokens",
-    "View",
-    "arun_layers",
-    "as_middleware",
-    "current_context",
-    "graph_namespace",
-    "run_layers",
-]
 
 
 class Pipeline:
@@ -101,11 +63,12 @@ class Pipeline:
         """Tools the wrapped nodes bind, counted against the tool budget: a list,
         or a function of the state (a session's discovered tools live there)."""
         self.system_prompt = system_prompt
+        """A system prompt your node adds itself (not in state): counted as system."""
         self.events = events
         """Where every ledger event is also written (the event table), if anywhere."""
-        """A system prompt your node adds itself (not in state): counted as system."""
         self.channels: frozenset[str] = frozenset()
-        self._middleware: list[Middleware] = []
+        """The keys of the attached graph's state (set by ``attach()``)."""
+        self._registered: list[Layer] = []
         self._layers: dict[str, list[Layer]] | None = None
         self._sessions: OrderedDict[tuple[str, str], SessionTokens] = OrderedDict()
         self._sessions_lock = threading.Lock()
@@ -130,15 +93,16 @@ class Pipeline:
         if not isinstance(mw, Middleware):
             if not callable(mw):
                 raise ConfigurationError("Pipeline.use", f"not a middleware: {mw!r}")
-            mw = FunctionMiddleware(mw, priority=priority, nodes=nodes)
-        else:
-            if priority is not None:
-                mw.priority = priority
-            if nodes is not None:
-                mw.nodes = tuple(nodes)
-        if isinstance(mw.priority, bool) or not isinstance(mw.priority, int):
-            raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {mw.priority!r}")
-        self._middleware.append(mw)
+            mw = FunctionMiddleware(mw)
+        rank = mw.priority if priority is None else priority
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {rank!r}")
+        layer = register(mw, len(self._registered))  # may refuse it: nothing changed yet
+        if priority is not None:
+            mw.priority = priority
+        if nodes is not None:
+            mw.nodes = tuple(nodes)
+        self._registered.append(dataclasses.replace(layer, priority=mw.priority))
         return self
 
     # -- wiring ------------------------------------------------------------
@@ -163,53 +127,52 @@ class Pipeline:
             )
         node_names = set(builder.nodes)
         layers = self._plan(node_names)
+        channels = frozenset(builder.channels) | frozenset(builder.managed)
         for layer in {id(ly): ly for node_layers in layers.values() for ly in node_layers}.values():
             layer.middleware.check_graph(builder, layer.nodes)
+        for name in sorted(layers):
+            check_node(name, layers[name], channels, ADD_TO_STATE)
         for name, node_layers in layers.items():
             if node_layers:
                 spec = builder.nodes[name]
                 builder.nodes[name] = dataclasses.replace(
                     spec, runnable=self._wrap(name, cast(Runnable[Any, Any], spec.runnable))
                 )
-        self.channels = frozenset(builder.channels) | frozenset(builder.managed)
+        self.channels = channels
         self._layers = layers
         return builder
 
-    def _plan(self, node_names: set[str]) -> dict[str, list[Layer]]:
-        resolved: list[Layer] = []
-        for index, mw in enumerate(self._middleware):
-            if mw.nodes is not None:
-                missing = sorted(set(mw.nodes) - node_names)
-                if missing:
-                    raise ConfigurationError(
-                        f"{mw.name}.nodes",
-                        f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
-                    )
-                targets: frozenset[str] | None = frozenset(mw.nodes)
-            elif mw.default_nodes is not None:
-                targets = frozenset(mw.default_nodes) & node_names
-                if not targets:
-                    raise ConfigurationError(
-                        f"{mw.name}.nodes",
-                        f"applies by default to {list(mw.default_nodes)}, none of which the graph "
-                        f"has ({sorted(node_names)}); pass nodes=[...]",
-                    )
-            else:
-                targets = None
-            resolved.append(Layer(mw, mw.priority, index, targets))
+    def attach_to_calls(self, node: str, channels: Iterable[str], fix: str) -> list[Layer]:
+        """Attach to the calls of one ``node`` outside a StateGraph (the model calls
+        of LangChain's ``create_agent``) and return its layers, in order.
+
+        Every layer runs on every call: node filters do not apply. ``channels``
+        are the keys of the state of the graph those calls run in; ``fix`` says
+        how to add a key a layer needs and that state lacks.
+        """
+        if self._layers is not None:
+            raise ConfigurationError("Pipeline.attach_to_calls", "already attached")
+        layers = self._plan({node}, filters=False)
+        check_node(node, layers[node], frozenset(channels), fix)
+        self._layers, self.channels = layers, frozenset(channels)
+        return layers[node]
+
+    def _plan(self, node_names: set[str], *, filters: bool = True) -> dict[str, list[Layer]]:
+        resolved = [
+            dataclasses.replace(ly, nodes=_targets(ly.middleware, node_names) if filters else None)
+            for ly in self._registered
+        ]
         resolved.sort(key=lambda layer: (layer.priority, layer.index))
         return {n: [ly for ly in resolved if ly.nodes is None or n in ly.nodes] for n in node_names}
 
     def _wrap(self, node: str, inner: Runnable[Any, Any]) -> Runnable[Any, Any]:
-        from langgraph._internal._runnable import RunnableCallable
+        def run(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
+            return self.invoke_node(self.context_for(node, state, config, writer), inner)
 
-        def run(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-            return self.invoke_node(node, inner, state, config, _writer(runtime))
+        async def arun(state: Any, config: RunnableConfig, writer: StreamWriter) -> Any:
+            return await self.ainvoke_node(self.context_for(node, state, config, writer), inner)
 
-        async def arun(state: Any, config: RunnableConfig, runtime: Any = None) -> Any:
-            return await self.ainvoke_node(node, inner, state, config, _writer(runtime))
-
-        return RunnableCallable(run, arun, name=node, trace=False)
+        return _WrappedNode(node, run, arun)
 
     # -- running -----------------------------------------------------------
 
@@ -229,62 +192,114 @@ class Pipeline:
                 self._sessions.move_to_end(key)
             return session
 
-    def _context(
-        self, node: str, state: Any, config: RunnableConfig, writer: Callable[[Any], None] | None
+    def context_for(
+        self,
+        node: str,
+        state: Any,
+        config: RunnableConfig,
+        writer: Callable[[Any], None] | None = None,
+        *,
+        tools: Sequence[Any] | None = None,
+        system_prompt: str | None = None,
     ) -> CallContext:
+        """The context of one call of ``node``. ``tools`` and ``system_prompt``
+        default to the pipeline's (a create_agent request brings its own)."""
         if not isinstance(state, Mapping):
             raise ContextRunError(
                 f"node {node!r} received {type(state).__name__}; langgraph-ctx needs a "
                 "dict-like (TypedDict) state schema"
             )
+        if tools is None:
+            tools = self.tools(state) if callable(self.tools) else self.tools
         return CallContext(
             node=node,
             config=config,
             state=state,
-            pipeline=self,
             session=self.session_for(config, state),
-            tools=list(self.tools(state) if callable(self.tools) else self.tools),
+            budget=self.budget,
+            counter=self.counter,
+            channels=self.channels,
+            system_prompt=system_prompt or self.system_prompt,
+            sink=self.events,
             stream_writer=writer,
+            tools=list(tools),
         )
 
-    def invoke_node(
-        self,
-        node: str,
-        inner: Runnable[Any, Any],
-        state: Any,
-        config: RunnableConfig,
-        writer: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Run ``node`` through its layers, synchronously."""
-        ctx = self._context(node, state, config, writer)
-        result = run_layers(
-            self.layers_for(node), ctx, View(state), lambda v: inner.invoke(dict(v), config)
+    def invoke_node(self, ctx: CallContext, inner: Runnable[Any, Any]) -> Any:
+        """Run one call of ``ctx.node``: its layers around ``inner``; return the
+        node's update merged with the layers' persistent updates and events."""
+        terminal = partial(_invoke, inner, ctx.config)
+        return ctx.merge(run_layers(self.layers_for(ctx.node), ctx, View(ctx.state), terminal))
+
+    async def ainvoke_node(self, ctx: CallContext, inner: Runnable[Any, Any]) -> Any:
+        """Async :meth:`invoke_node`."""
+        terminal = partial(_ainvoke, inner, ctx.config)
+        return ctx.merge(
+            await arun_layers(self.layers_for(ctx.node), ctx, View(ctx.state), terminal)
         )
-        if self.events is not None and ctx.events:
-            self.events.write(ctx.thread_id or "default", graph_namespace(config), ctx.events)
-        return ctx.merge(result)
-
-    async def ainvoke_node(
-        self,
-        node: str,
-        inner: Runnable[Any, Any],
-        state: Any,
-        config: RunnableConfig,
-        writer: Callable[[Any], None] | None = None,
-    ) -> Any:
-        """Run ``node`` through its layers, asynchronously."""
-        ctx = self._context(node, state, config, writer)
-        result = await arun_layers(
-            self.layers_for(node), ctx, View(state), lambda v: inner.ainvoke(dict(v), config)
-        )
-        if self.events is not None and ctx.events:
-            thread, ns = ctx.thread_id or "default", graph_namespace(config)
-            await self.events.awrite(thread, ns, ctx.events)
-        return ctx.merge(result)
 
 
-def _writer(runtime: Any) -> Callable[[Any], None] | None:
-    return cast(Callable[[Any], None] | None, getattr(runtime, "stream_writer", None))
+def _invoke(inner: Runnable[Any, Any], config: RunnableConfig, view: View) -> Any:
+    return inner.invoke(dict(view), config)
+
+
+async def _ainvoke(inner: Runnable[Any, Any], config: RunnableConfig, view: View) -> Any:
+    return await inner.ainvoke(dict(view), config)
+
+
+def _targets(mw: Middleware, node_names: set[str]) -> frozenset[str] | None:
+    """The nodes ``mw`` runs on (``None``: all), checked against the graph's."""
+    if mw.nodes is not None:
+        missing = sorted(set(mw.nodes) - node_names)
+        if missing:
+            raise ConfigurationError(
+                f"{mw.name}.nodes",
+                f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
+            )
+        return frozenset(mw.nodes)
+    if mw.default_nodes is not None:
+        targets = frozenset(mw.default_nodes) & node_names
+        if not targets:
+            raise ConfigurationError(
+                f"{mw.name}.nodes",
+                f"applies by default to {list(mw.default_nodes)}, none of which the graph "
+                f"has ({sorted(node_names)}); pass nodes=[...]",
+            )
+        return targets
+    return None
+
+
+class _WrappedNode(Runnable[Any, Any]):
+    """A graph node run through the pipeline, sync or async.
+
+    Each side is the runnable LangGraph itself makes for a plain node function
+    (public ``StateGraph.add_node``): it passes ``config`` and the stream
+    ``writer`` in, and opens no tracing run of its own, which matters because
+    every LLM call goes through here.
+    """
+
+    def __init__(
+        self, name: str, run: Callable[..., Any], arun: Callable[..., Awaitable[Any]]
+    ) -> None:
+        self.name = name
+        self._run = _node_runnable(name, run)
+        self._arun = _node_runnable(name, arun)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self._run.invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self._arun.ainvoke(input, config, **kwargs)
+
+
+def _node_runnable(name: str, fn: Callable[..., Any]) -> Runnable[Any, Any]:
+    builder = StateGraph(_NoState)  # a throwaway: only its node factory is used
+    builder.add_node(name, fn)
+    return cast(Runnable[Any, Any], builder.nodes[name].runnable)
+
+
+class _NoState(TypedDict):
+    pass
 
 
 def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> None:

@@ -92,9 +92,9 @@ def test_ours_keeps_the_probe_within_the_limit_where_it_fits() -> None:
 
 def test_the_pipeline_time_excludes_the_node_it_wraps() -> None:
     @as_middleware(nodes=["call_llm"])
-    def slow(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def slow(view: View, ctx: Any, call_next: Any) -> Any:
         time.sleep(0.02)
-        return next(view)
+        return call_next(view)
 
     def node(state: dict[str, Any]) -> dict[str, Any]:
         time.sleep(0.1)

@@ -6,7 +6,7 @@ import itertools
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
@@ -14,10 +14,22 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_ctx import Budget, PreflightCheck, TieredCompression, TokenCounter, as_middleware
+from langgraph_ctx import (
+    Budget,
+    ConfigurationError,
+    MiddlewareError,
+    PreflightCheck,
+    TieredCompression,
+    TokenCounter,
+    ToolEviction,
+    as_middleware,
+)
 from langgraph_ctx.interop import ContextMiddleware
+from langgraph_ctx.interop.langchain import ContextAgentState
 from langgraph_ctx.markers import SUMMARY_PREFIX
+from langgraph_ctx.state import lru_reducer
 from langgraph_ctx.testing import ScriptedChatModel, ScriptExhaustedError
+from langgraph_ctx.tools import ToolRegistry
 
 PROMPT = "You are a stock assistant. Answer from the lookup tool, citing the warehouse."
 NOTE = "EPHEMERAL: the Rotterdam warehouse is closed today."
@@ -138,10 +150,10 @@ def test_long_session_compresses_the_agent_state() -> None:
 
 
 @as_middleware(priority=50)
-def inject_note(view: Any, config: Any, ctx: Any, next: Any) -> Any:
+def inject_note(view: Any, ctx: Any, call_next: Any) -> Any:
     """Sync only: under ainvoke it runs in a worker thread."""
     ctx.tools = [t for t in ctx.tools if t.name != "secret"]
-    return next(view.replace(messages=[SystemMessage(NOTE), *view["messages"]]))
+    return call_next(view.replace(messages=[SystemMessage(NOTE), *view["messages"]]))
 
 
 def test_ephemeral_view_and_tools_reach_the_model_only() -> None:
@@ -169,9 +181,9 @@ async def test_async_agent_compresses_and_bridges_sync_middleware() -> None:
 
 
 @as_middleware()
-def persist_note(view: Any, config: Any, ctx: Any, next: Any) -> Any:
+def persist_note(view: Any, ctx: Any, call_next: Any) -> Any:
     ctx.persist("note", messages=[SystemMessage("persisted note")])
-    return next(view)
+    return call_next(view)
 
 
 def test_persistent_update_lands_before_the_answer_or_not_at_all() -> None:
@@ -192,3 +204,31 @@ def test_persistent_update_lands_before_the_answer_or_not_at_all() -> None:
 def test_interop_package_does_not_import_langchain() -> None:
     code = "import sys, langgraph_ctx.interop; assert 'langchain.agents' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class WithToolCache(ContextAgentState):
+    tool_cache: Annotated[list[str], lru_reducer]
+
+
+class ToolAwareContext(ContextMiddleware):
+    state_schema = WithToolCache
+
+
+def test_a_layer_needing_a_key_the_agent_state_lacks_fails_at_construction() -> None:
+    eviction = ToolEviction(ToolRegistry([lookup]))
+    with pytest.raises(ConfigurationError, match=r"\['tool_cache'\].*state_schema extending"):
+        ContextMiddleware([PreflightCheck(), eviction])
+    ToolAwareContext([PreflightCheck(), ToolEviction(ToolRegistry([lookup]))])
+
+
+@as_middleware()
+def persist_session(view: Any, ctx: Any, call_next: Any) -> Any:
+    ctx.persist("note", session={"seen": True})  # not a key of the agent's state
+    return call_next(view)
+
+
+def test_persisting_a_key_the_agent_state_lacks_fails_instead_of_vanishing() -> None:
+    graph = agent(ScriptedChatModel(responses=["Hello."]), PreflightCheck(), persist_session)
+    with pytest.raises(MiddlewareError, match="'persist_session'") as info:
+        graph.invoke(ask(0), config("t"))
+    assert "['session']" in str(info.value.__cause__)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -55,9 +56,9 @@ def reports_seen() -> tuple[list[UsageReport], Any]:
     seen: list[UsageReport] = []
 
     @as_middleware(priority=50)
-    def spy(view: View, config: Any, ctx: Any, next: Any) -> Any:
+    def spy(view: View, ctx: Any, call_next: Any) -> Any:
         seen.append(ctx.usage)  # later middleware reads what pre-flight wrote
-        return next(view)
+        return call_next(view)
 
     return seen, spy
 
@@ -176,3 +177,40 @@ def test_calibration_compares_the_provider_with_what_was_sent() -> None:
     assert any(e["kind"] == "compression" for e in ledger)
     ratios = [e["data"]["calibration"] for e in ledger if e["kind"] == "utilization"]
     assert all(0.97 <= r <= 1.03 for r in ratios), ratios  # dipped to 0.91 before the fix
+
+
+async def test_streamed_events_are_the_checkpointed_ledger_entries() -> None:
+    from langgraph_ctx import TieredCompression
+
+    # Pre-flight fills in the provider's count after the call, and compression
+    # lowers what is finally sent: a consumer that forwards each event as it
+    # arrives must get the entry the ledger keeps, not an earlier draft of it.
+    graph = graph_with(ScriptedChatModel(default="ok"), window=3_000, later=[TieredCompression()])
+    config: Any = {"configurable": {"thread_id": "s"}}
+    streamed: list[Any] = []
+    for i in range(40):
+        turn = {"messages": [HumanMessage(f"note {i}: invoice INV-{i:04d} " * 6)]}
+        async for chunk in graph.astream(turn, config, stream_mode="custom"):
+            streamed.append(copy.deepcopy(chunk["langgraph_ctx"]))  # as sent on, at receipt
+    ledger = (await graph.aget_state(config)).values["context_ledger"]
+    assert any(e["kind"] == "compression" for e in streamed)
+    assert len(streamed) > len(ledger)  # the ledger keeps only the last entries
+    assert streamed[-len(ledger) :] == ledger
+    used = [e["data"] for e in streamed if e["kind"] == "utilization"]
+    assert all(u["actual_input"] > 0 for u in used)
+    assert any(u["sent_utilization"] < u["utilization"] for u in used)  # after compression
+
+
+def test_preflight_completes_its_own_entry_whatever_was_recorded_before_it() -> None:
+    @as_middleware(priority=1, writes=["context_ledger"])
+    def outer(view: View, ctx: Any, call_next: Any) -> Any:
+        ctx.record("outer", {"note": "recorded before pre-flight's"})
+        return call_next(view)
+
+    graph = graph_with(ScriptedChatModel(default="ok"), later=[outer])
+    config: Any = {"configurable": {"thread_id": "own"}}
+    graph.invoke({"messages": [HumanMessage("hi")]}, config)
+    outer_entry, used = graph.get_state(config).values["context_ledger"]
+    assert (outer_entry["kind"], used["kind"]) == ("outer", "utilization")
+    assert used["data"]["actual_input"] > 0
+    assert outer_entry["data"] == {"note": "recorded before pre-flight's"}

@@ -74,10 +74,10 @@ class Graph:
     def _spy(self) -> Any:
         # Runs after recall: sees the usage report recall left behind.
         @as_middleware(priority=50, nodes=["call_llm"])
-        def spy(view: View, config: Any, ctx: CallContext, next: Any) -> Any:
+        def spy(view: View, ctx: CallContext, call_next: Any) -> Any:
             assert ctx.usage is not None
             self.usage.append(ctx.usage)
-            return next(view)
+            return call_next(view)
 
         return spy
 
@@ -386,9 +386,8 @@ def test_recall_needs_preflight_and_a_valid_timeout() -> None:
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(ScriptedChatModel(default="ok")))
     builder.add_edge(START, "call_llm")
-    graph = Pipeline([MemoryRecall(MemoryBank())]).attach(builder).compile()
-    with pytest.raises(Exception, match="needs PreflightCheck"):
-        graph.invoke({"messages": [HumanMessage("x")]}, cfg("t", user_id="a"))
+    with pytest.raises(ConfigurationError, match="needs PreflightCheck"):  # at wiring
+        Pipeline([MemoryRecall(MemoryBank())]).attach(builder)
 
 
 # -- scopes --------------------------------------------------------------------
