@@ -10,7 +10,7 @@ LAYERS = [
     {"urls", "_pgconn"},
     {"_sqlite_migrations", "_pg_migrations"},
     {"_base", "migrations", "_fts", "_pgsearch"},
-    {"archive", "events", "locks"},
+    {"archive", "events", "locks", "memory_index"},
     {"postgres"},
     {"checkpointers"},
 ]

@@ -23,7 +23,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.text import K1, B, idf, terms
@@ -32,6 +32,7 @@ __all__ = [
     "Doc",
     "LexicalIndex",
     "MaxScorePlan",
+    "TextIndex",
     "bound",
     "check_limit",
     "query_terms",
@@ -52,6 +53,40 @@ class Doc(NamedTuple):
     group: str = ""
 
 
+class TextIndex(Protocol):
+    """A lexical index of texts by scope, as :class:`~langgraph_ctx.retrieval.memory.MemoryBank`
+    uses it for a store without an embedding index: :class:`LexicalIndex` (in process),
+    ``storage.SQLiteMemoryIndex``, ``storage.PostgresMemoryIndex``. A scope is a store
+    namespace; searches rank by BM25 times the weight of each doc's group."""
+
+    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        """Index ``docs`` (a key already there takes the new text)."""
+        ...
+
+    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None: ...
+
+    def search(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The best ``(key, score)`` of ``scope`` for ``query``, best first: BM25 (or the
+        engine's) times the weight of the doc's group in ``weights`` (1 if not named)."""
+        ...
+
+    async def asearch(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]: ...
+
+
 def query_terms(query: str) -> list[str]:
     """The distinct terms of ``query`` in order, stop words dropped: what is OR-ed."""
     return list(dict.fromkeys(terms(query)))[:MAX_QUERY_TERMS]
@@ -70,7 +105,8 @@ def check_limit(limit: int) -> None:
 
 class _Shard:
     """One scope's index. Doc numbers only grow; a removed doc's length is -1 until
-    :meth:`compact` drops its postings, so posting lists stay sorted by number."""
+    :meth:`compact` drops its postings, so posting lists stay sorted by number.
+    A term's document frequency is its postings' length less its removed docs."""
 
     def __init__(self) -> None:
         self.keys: list[str] = []
@@ -80,40 +116,47 @@ class _Shard:
         self.doc_terms: list[tuple[str, ...]] = []
         self.numbers: dict[str, int] = {}
         self.postings: dict[str, tuple[array[int], array[int]]] = {}
-        self.df: Counter[str] = Counter()
+        self.removed: Counter[str] = Counter()
         self.live = 0
         self.tokens = 0
         self.dead = 0
 
-    def add(self, doc: Doc) -> None:
-        signature = hash((doc.text, doc.group))
-        old = self.numbers.get(doc.key)
-        if old is not None:
-            if self.signatures[old] == signature:
-                return  # the same text again: nothing to do
-            self.remove(doc.key)
-        counts = Counter(terms(doc.text))
-        number = len(self.keys)
-        self.keys.append(doc.key)
-        self.groups.append(doc.group)
-        self.signatures.append(signature)
-        self.doc_terms.append(tuple(counts))
-        length = sum(counts.values())
-        self.lengths.append(length)
-        self.numbers[doc.key] = number
-        for term, tf in counts.items():
-            docs, tfs = self.postings.setdefault(term, (array("q"), array("q")))
-            docs.append(number)
-            tfs.append(tf)
-        self.df.update(counts.keys())
-        self.live += 1
-        self.tokens += length
+    def df(self, term: str) -> int:
+        postings = self.postings.get(term)
+        return 0 if postings is None else len(postings[0]) - self.removed[term]
+
+    def add(self, docs: Iterable[Doc]) -> None:
+        postings, numbers, lengths = self.postings, self.numbers, self.lengths
+        for doc in docs:
+            signature = hash((doc.text, doc.group))
+            old = numbers.get(doc.key)
+            if old is not None:
+                if self.signatures[old] == signature:
+                    continue  # the same text again: nothing to do
+                self.remove(doc.key)
+            counts = Counter(terms(doc.text))
+            number = len(self.keys)
+            self.keys.append(doc.key)
+            self.groups.append(doc.group)
+            self.signatures.append(signature)
+            self.doc_terms.append(tuple(counts))
+            length = sum(counts.values())
+            lengths.append(length)
+            numbers[doc.key] = number
+            for term, tf in counts.items():
+                entry = postings.get(term)
+                if entry is None:
+                    entry = postings[term] = (array("q"), array("q"))
+                entry[0].append(number)
+                entry[1].append(tf)
+            self.live += 1
+            self.tokens += length
 
     def remove(self, key: str) -> None:
         number = self.numbers.pop(key, None)
         if number is None:
             return
-        self.df.subtract(self.doc_terms[number])
+        self.removed.update(self.doc_terms[number])
         self.tokens -= self.lengths[number]
         self.lengths[number] = -1
         self.doc_terms[number] = ()
@@ -123,7 +166,7 @@ class _Shard:
             self.compact()
 
     def compact(self) -> None:
-        for term in list(self.postings):
+        for term in list(self.removed):
             docs, tfs = self.postings[term]
             kept = [(d, f) for d, f in zip(docs, tfs, strict=True) if self.lengths[d] >= 0]
             if kept:
@@ -133,7 +176,7 @@ class _Shard:
                 )
             else:
                 del self.postings[term]
-                del self.df[term]
+        self.removed.clear()
         self.dead = 0
 
     def search(
@@ -148,7 +191,7 @@ class _Shard:
             return score * weights.get(groups[d], 1.0) if weights else score
 
         # Strongest term first; rest[i]: the most terms i.. can add to any doc's score.
-        found = sorted(((idf(n, self.df[t]), t) for t in query if self.df[t] > 0), reverse=True)
+        found = sorted(((idf(n, df), t) for t in query if (df := self.df(t)) > 0), reverse=True)
         wmax = max([1.0, *weights.values()])
         rest = [0.0] * (len(found) + 1)
         for i in range(len(found) - 1, -1, -1):
@@ -176,7 +219,7 @@ class _Shard:
                 if length >= 0:
                     acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
         ranked = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-weighted(*kv), kv[0]))
-        return [(self.keys[d], score) for d, score in ranked]
+        return [(self.keys[d], weighted(d, score)) for d, score in ranked]
 
 
 class LexicalIndex:
@@ -197,9 +240,7 @@ class LexicalIndex:
         """Index ``docs`` under ``scope``. A key already there is replaced when its text
         or group changed, else left as it is (so a rewrite costs nothing)."""
         with self._lock:
-            shard = self._shards.setdefault(scope, _Shard())
-            for doc in docs:
-                shard.add(doc)
+            self._shards.setdefault(scope, _Shard()).add(docs)
 
     async def aadd(self, scope: Hashable, docs: Iterable[Doc]) -> None:
         """Async :meth:`add` (in-process work, no I/O)."""
@@ -225,10 +266,10 @@ class LexicalIndex:
         limit: int = 10,
         weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``limit`` best keys of ``scope`` for ``query``, with their BM25.
+        """The ``limit`` best keys of ``scope`` for ``query``, with their scores.
 
-        Ranked by BM25 times the weight of the doc's group (``weights``, 1 for a
-        group not named), best first; ties go to the earlier added. Only docs
+        A score is BM25 times the weight of the doc's group (``weights``, 1 for a
+        group not named); best first, ties to the earlier added. Only docs
         sharing a term with the query are returned; an empty or stop-word-only
         query returns nothing.
         """

@@ -3,12 +3,14 @@
 - ``urls``: parsing database URLs (``_redact`` hides their passwords);
 - ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
   and async, and the archive;
-- ``archive``: the archive of original messages (in memory, SQLite);
+- ``archive``: the archive of original messages (in memory, SQLite), searchable;
 - ``events``: the context event log in SQLite;
-- ``postgres``: the archive and event log in PostgreSQL;
+- ``memory_index``: a lexical index of long-term memories in SQLite;
+- ``postgres``: the archive, event log and memory index in PostgreSQL;
 - ``locks``: one run per thread at a time, across processes;
 - ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it
-  (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it).
+  (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it);
+- ``_fts``, ``_pgsearch``: search over SQLite's and PostgreSQL's full-text indexes.
 
 The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
@@ -17,8 +19,8 @@ there is no import cycle, not even through a function-level import
 1. ``_redact``, ``_versions`` (what a migration is);
 2. ``urls``, ``_pgconn`` (PostgreSQL connections);
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
-4. ``_base`` (what stores share), ``migrations``;
-5. ``archive``, ``events``, ``locks``;
+4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``;
+5. ``archive``, ``events``, ``locks``, ``memory_index``;
 6. ``postgres``;
 7. ``checkpointers``.
 
@@ -26,7 +28,14 @@ psycopg is the optional ``postgres`` extra: nothing here imports it until a
 PostgreSQL URL is used.
 """
 
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
+from langgraph_ctx.storage.archive import (
+    ArchiveHit,
+    HitKind,
+    InMemoryArchive,
+    MessageArchive,
+    SQLiteArchive,
+    searchable_text,
+)
 from langgraph_ctx.storage.checkpointers import (
     archive_from_url,
     async_checkpointer_from_url,
@@ -34,18 +43,23 @@ from langgraph_ctx.storage.checkpointers import (
 )
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
+from langgraph_ctx.storage.memory_index import SQLiteMemoryIndex
 from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
-from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink, PostgresMemoryIndex
 from langgraph_ctx.storage.urls import redact_url
 
 __all__ = [
+    "ArchiveHit",
+    "HitKind",
     "InMemoryArchive",
     "MessageArchive",
     "MigrationStatus",
     "PostgresArchive",
     "PostgresEventSink",
+    "PostgresMemoryIndex",
     "SQLiteArchive",
     "SQLiteEventSink",
+    "SQLiteMemoryIndex",
     "ThreadLock",
     "archive_from_url",
     "arun_exclusive",
@@ -55,4 +69,5 @@ __all__ = [
     "migration_status",
     "redact_url",
     "run_exclusive",
+    "searchable_text",
 ]

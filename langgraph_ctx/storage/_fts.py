@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langgraph_ctx.retrieval.index import MaxScorePlan, bound
 
@@ -58,13 +59,15 @@ def search(
     rows: int,
     limit: int,
     weight: float = 1.0,
-) -> tuple[list[tuple[int, float]], int]:
-    """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the rounds taken.
+    params: Mapping[str, Any] | None = None,
+) -> tuple[list[tuple[int, float]], MaxScorePlan[int]]:
+    """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the plan that ran.
 
     ``vocab``: the index's ``fts5vocab`` table (type ``col``). ``ranked``: a query
-    taking (MATCH expression, limit) and returning (rowid, score) best first.
-    ``rows``: at least the index's row count (bounds stay bounds when too high).
-    ``weight``: the largest factor ``ranked`` multiplies a score by.
+    taking ``:match`` (the expression), ``:limit`` and ``params``, returning
+    (rowid, score) best first. ``rows``: at least the index's row count (bounds
+    stay bounds when it is too high). ``weight``: the largest factor ``ranked``
+    multiplies a bm25() score by.
     """
     marks = ", ".join("?" * len(words))
     df = dict(
@@ -73,8 +76,6 @@ def search(
         ).fetchall()
     )
     present = [w for w in words if df.get(w)]
-    if not present:
-        return [], 0
     plan: MaxScorePlan[int] = MaxScorePlan(
         {w: bound(fts_idf(rows, df[w]), weight) for w in present},
         limit,
@@ -89,5 +90,5 @@ def search(
         match = f"{token} AND ({_any(new)}" + (f" NOT {_any(done)})" if done else ")")
         if later:
             match += f" AND ({_any(later)} OR {token})"
-        plan.add(conn.execute(ranked, (match, limit)).fetchall())
-    return plan.best(), plan.rounds
+        plan.add(conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}))
+    return plan.best(), plan

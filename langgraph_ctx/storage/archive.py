@@ -408,8 +408,8 @@ class SQLiteArchive(SQLiteTable):
 
 
 _RANKED = (
-    "SELECT rowid, -rank FROM lgctx_archive_fts WHERE lgctx_archive_fts MATCH ?"
-    " ORDER BY rank LIMIT ?"
+    "SELECT rowid, -rank FROM lgctx_archive_fts WHERE lgctx_archive_fts MATCH :match"
+    " ORDER BY rank LIMIT :limit"
 )
 
 

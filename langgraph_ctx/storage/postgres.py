@@ -1,10 +1,11 @@
-"""The archive and the event log in PostgreSQL (tables from ``langgraph-ctx migrate``).
+"""The archive, the event log and the memory index in PostgreSQL (``langgraph-ctx migrate``).
 
-Both take a psycopg pool, sync or async, usually the checkpointer's own::
+Each takes a psycopg pool, sync or async, usually the checkpointer's own::
 
     with checkpointer_from_url(url) as saver:
         archive = PostgresArchive(saver.conn)
         events = PostgresEventSink(saver.conn)
+        memory = MemoryBank(store, index=PostgresMemoryIndex(saver.conn))
 
 or a URL, in which case they open (and own) a small pool. With a sync pool
 the async methods run in a worker thread; with an async pool the sync
@@ -22,19 +23,20 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeAlias
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.retrieval.index import split_words
+from langgraph_ctx.retrieval.index import Doc, check_limit, query_terms, split_words
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgconn as pgconn
 from langgraph_ctx.storage import _pgsearch as pgsearch
 from langgraph_ctx.storage._base import Closing
 from langgraph_ctx.storage.archive import ArchiveHit, build_hits, check_batch, check_search
+from langgraph_ctx.storage.memory_index import scope_key
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.tokens import TokenCounter
 
@@ -360,3 +362,92 @@ def _entry(row: dict[str, Any]) -> LedgerEntry:
         ts=float(row["ts"]),
         data=dict(row["data"]),
     )
+
+
+_MEMORY = pgsearch.Table(
+    "lgctx_memory_index", key="key", where="d.namespace = %(ns)s", order="d.key", group="d.grp"
+)
+# One statement per batch; a row whose text and level did not change is left alone.
+_MEMORY_PUT = """
+INSERT INTO lgctx_memory_index AS m (namespace, key, grp, body)
+SELECT %s, u.key, u.grp, u.body FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(key, grp, body)
+ON CONFLICT (namespace, key) DO UPDATE SET grp = excluded.grp, body = excluded.body
+WHERE (m.grp, m.body) IS DISTINCT FROM (excluded.grp, excluded.body)
+"""
+
+
+class PostgresMemoryIndex(_PgTable):
+    """A :class:`~langgraph_ctx.retrieval.index.TextIndex` in ``lgctx_memory_index``: what
+    :class:`~langgraph_ctx.retrieval.memory.MemoryBank` searches a store without an
+    embedding index with, shared by every process (see the module doc)."""
+
+    what = "memory index"
+
+    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        params = _memory_rows(scope, docs)
+        if params is not None:
+            self._write(_MEMORY_PUT, params)
+
+    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        params = _memory_rows(scope, docs)
+        if params is not None:
+            await self._awrite(_MEMORY_PUT, params)
+
+    def search(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> builtins.list[tuple[str, float]]:
+        found: builtins.list[tuple[str, float]] = pgsearch.run(
+            _memory_search(scope, query, limit, weights), self._read
+        )
+        return found
+
+    async def asearch(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> builtins.list[tuple[str, float]]:
+        found: builtins.list[tuple[str, float]] = await pgsearch.arun(
+            _memory_search(scope, query, limit, weights), self._aread
+        )
+        return found
+
+
+def _memory_rows(scope: tuple[str, ...], docs: Iterable[Doc]) -> tuple[Any, ...] | None:
+    # The last write of a key in one batch wins, as it would in a loop of puts.
+    latest = {d.key: d for d in docs}
+    if not latest:
+        return None
+    rows = builtins.list(latest.values())
+    return (
+        scope_key(scope),
+        [d.key for d in rows],
+        [d.group for d in rows],
+        [d.text for d in rows],
+    )
+
+
+def _memory_search(
+    scope: tuple[str, ...], query: str, limit: int, weights: Mapping[str, float] | None
+) -> pgsearch.Steps:
+    check_limit(limit)
+    words = split_words(query_terms(query))
+    if not words:
+        return []
+    key = scope_key(scope)
+    found = yield from pgsearch.search(
+        _MEMORY,
+        {"ns": key},
+        scope=pgsearch.scope_lexeme("m", key),
+        words=words,
+        limit=limit,
+        weights=weights,
+    )
+    return found
