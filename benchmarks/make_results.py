@@ -21,6 +21,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("persistence", "Postgres storage and the cost of archive/event writes", 6),
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
+    ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),
 ]
 
 

@@ -140,7 +140,17 @@ class _PgTable(Closing):
         return asyncio.run_coroutine_threadsafe(afn(*args), self._loop).result()
 
     def _failed(self, exc: BaseException) -> ContextRunError:
-        return ContextRunError(f"{self.what} in PostgreSQL failed: {type(exc).__name__}: {exc}")
+        import psycopg.errors as pg
+
+        missing = (pg.UndefinedTable, pg.UndefinedFunction, pg.UndefinedColumn)
+        hint = (
+            " (is the database migrated? run `langgraph-ctx migrate`)"
+            if isinstance(exc, missing)
+            else ""
+        )
+        return ContextRunError(
+            f"{self.what} in PostgreSQL failed: {type(exc).__name__}: {exc}{hint}"
+        )
 
     # -- lifecycle -----------------------------------------------------------
 
