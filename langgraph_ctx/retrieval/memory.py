@@ -403,17 +403,17 @@ class _Shared:
     store directly, not through a bank, is not indexed.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: BaseStore) -> None:
         self.index = LexicalIndex()
         self._lock = threading.Lock()
         self._loaded: set[tuple[str, ...]] = set()
-        self.store: weakref.ReferenceType[BaseStore] | None = None
+        self._store = weakref.ref(store)  # the registry must not keep the store alive
 
     def load(self, ns: tuple[str, ...]) -> None:
         if ns in self._loaded:
             return
         with self._lock:  # once per scope, even when two threads get here together
-            store = self.store() if self.store is not None else None
+            store = self._store()
             if ns in self._loaded or store is None:
                 return
             self.index.add(ns, _docs(ns, store.search(ns, limit=_ALL)))
@@ -426,11 +426,13 @@ _SHARED_LOCK = threading.Lock()
 
 def _shared_index(store: BaseStore) -> _Shared:
     with _SHARED_LOCK:
-        shared = _SHARED.get(store)
-        if shared is None:
-            shared = _SHARED[store] = _Shared()
-            shared.store = weakref.ref(store)
-        return shared
+        try:
+            return _SHARED[store]
+        except KeyError:
+            shared = _SHARED[store] = _Shared(store)
+            return shared
+        except TypeError:  # an unhashable store: an index for this bank alone
+            return _Shared(store)
 
 
 def _docs(ns: tuple[str, ...], items: Iterable[Item]) -> list[Doc]:
