@@ -47,6 +47,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from recall import postgres_server
 
 from langgraph_ctx.retrieval import index as index_module
+from langgraph_ctx.retrieval.index import query_terms, split_words
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.retrieval.text import sentences
 from langgraph_ctx.storage import _fts, _pgsearch
@@ -291,10 +292,34 @@ def archive_rows(n: int, url: str | None, pool: list[BaseMessage], qs: list[str]
                 return [int(h.message_id[1:]) for h in archive.search(thread, q, limit=LIMIT)]
 
             rows.append(measure(label, n, data, search, qs, load))
+            if isinstance(archive, PostgresArchive):
+                rows.append(measure(TEXTBOOK, n, data, textbook(archive, thread), qs, load))
             close = getattr(archive, "close", None)
             if close:
                 close()
     return rows
+
+
+TEXTBOOK = "PostgreSQL, textbook query (ts_rank_cd, all matches)"
+_TEXTBOOK = """
+SELECT message_id FROM lgctx_archive, websearch_to_tsquery('simple', %(q)s) AS q
+WHERE thread_id = %(thread)s AND namespace = '' AND search @@ q
+ORDER BY ts_rank_cd(search, q) DESC LIMIT %(limit)s
+"""
+
+
+def textbook(archive: PostgresArchive, thread: str) -> Callable[[str], list[int]]:
+    """The query the PostgreSQL docs suggest, on the same index, for comparison: the
+    question's terms OR-ed, every matching row ranked by ts_rank_cd (which has no idf)."""
+
+    def search(q: str) -> list[int]:
+        words = " or ".join(split_words(query_terms(q)))
+        if not words:
+            return []
+        rows = archive._read(_TEXTBOOK, {"q": words, "thread": thread, "limit": LIMIT})
+        return [int(r["message_id"][1:]) for r in rows]
+
+    return search
 
 
 # -- (b) memories ---------------------------------------------------------------------------

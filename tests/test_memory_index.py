@@ -154,7 +154,8 @@ def make_bank(index_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -
             pg_store.setup()
 
             def pg_bank() -> MemoryBank:
-                index = PostgresMemoryIndex(url, max_size=2)
+                # The first bank opens a pool; the next shares the store's own connection.
+                index = PostgresMemoryIndex(pg_store.conn if closers else url, max_size=2)
                 closers.append(index)
                 return MemoryBank(pg_store, index=index)
 

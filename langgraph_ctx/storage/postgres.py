@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeAlias
@@ -50,7 +51,9 @@ class _PgTable(Closing):
     what = "table"
 
     def __init__(self, conn: Any, *, max_size: int = 4) -> None:
-        """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, or a URL."""
+        """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, a URL, or one sync
+        ``Connection`` (a ``PostgresStore.from_conn_string`` store's ``conn``)."""
+        import psycopg
         from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
         self._owned = isinstance(conn, str)
@@ -60,8 +63,12 @@ class _PgTable(Closing):
         self._pool: ConnectionPool[Any] | None = None
         self._apool: AsyncConnectionPool[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._conn: psycopg.Connection[Any] | None = None
         if isinstance(conn, ConnectionPool):
             self._pool = conn
+        elif isinstance(conn, psycopg.Connection):
+            # Shared with its owner: one statement at a time, each in its own transaction.
+            self._conn, self._conn_lock = conn, threading.Lock()
         elif isinstance(conn, AsyncConnectionPool):
             self._apool = conn
             try:
@@ -71,7 +78,7 @@ class _PgTable(Closing):
         else:
             raise ConfigurationError(
                 type(self).__name__,
-                f"expected a psycopg pool or a URL, got {type(conn).__name__}",
+                f"expected a psycopg pool, connection or URL, got {type(conn).__name__}",
             )
 
     def _postgres_url(self, url: str) -> str:
@@ -122,6 +129,12 @@ class _PgTable(Closing):
             raise self._failed(exc) from exc
 
     def _sync(self, afn: Any, *args: Any, fn: Any) -> Any:
+        if self._conn is not None:
+            try:
+                with self._conn_lock, self._conn.transaction():
+                    return fn(self._conn)
+            except _errors() as exc:
+                raise self._failed(exc) from exc
         if self._pool is not None:
             try:
                 with self._pool.connection() as conn:
