@@ -46,15 +46,15 @@ from harness.realdata import bfcl_sessions, data_dir, tau_sessions
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from recall import postgres_server
 
-from langgraph_ctx.retrieval import index as index_module
+from langgraph_ctx.retrieval import maxscore
 from langgraph_ctx.retrieval.index import query_terms, split_words
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.retrieval.text import sentences
 from langgraph_ctx.storage import _fts, _pgsearch
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
-from langgraph_ctx.storage.memory_index import SQLiteMemoryIndex
+from langgraph_ctx.storage.memory_index import PostgresMemoryIndex, SQLiteMemoryIndex
 from langgraph_ctx.storage.migrations import migrate
-from langgraph_ctx.storage.postgres import PostgresArchive, PostgresMemoryIndex
+from langgraph_ctx.storage.postgres import PostgresArchive
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (1_000, 10_000, 100_000)
@@ -173,7 +173,7 @@ class Cuts:
 
     def __init__(self) -> None:
         self.cut = 0
-        original = index_module.MaxScorePlan
+        original = maxscore.MaxScorePlan
         counter = self
 
         class Counted(original):  # type: ignore[misc, valid-type]

@@ -9,14 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.retrieval.index import (
-    Doc,
-    LexicalIndex,
-    MaxScorePlan,
-    bound,
-    query_terms,
-    split_words,
-)
+from langgraph_ctx.retrieval.index import Doc, LexicalIndex, query_terms, split_words
+from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
 from langgraph_ctx.retrieval.text import idf, terms, tf_weight
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "the", "SHP-0042"]

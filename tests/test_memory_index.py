@@ -20,9 +20,8 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import TextIndex
 from langgraph_ctx.retrieval.memory import ROOT, MemoryBank, namespace
 from langgraph_ctx.retrieval.text import terms
-from langgraph_ctx.storage.memory_index import SQLiteMemoryIndex
+from langgraph_ctx.storage.memory_index import PostgresMemoryIndex, SQLiteMemoryIndex
 from langgraph_ctx.storage.migrations import migrate
-from langgraph_ctx.storage.postgres import PostgresMemoryIndex
 from tests.test_memory import HashEmbeddings
 
 # -- any scale ------------------------------------------------------------------------------

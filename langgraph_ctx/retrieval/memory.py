@@ -27,16 +27,13 @@ another's memories, not even a nested one's::
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import threading
 import warnings
-import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Literal, TypedDict, TypeVar, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -45,7 +42,9 @@ from langgraph.store.memory import InMemoryStore
 from typing_extensions import Unpack
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.retrieval.index import Doc, LexicalIndex, TextIndex
+from langgraph_ctx.retrieval import _steps
+from langgraph_ctx.retrieval._shared import ALL, docs_of, shared_index
+from langgraph_ctx.retrieval.index import Doc, TextIndex
 
 Level = Literal["observation", "pattern", "principle", "framework"]
 LEVELS: tuple[Level, ...] = get_args(Level)
@@ -60,8 +59,6 @@ ROOT = "lgctx_memory"
 SESSIONS = "lgctx_sessions"
 
 Scope = tuple[str, ...]
-T = TypeVar("T")
-_ALL = 2**31 - 1  # "every item" for a store's search limit
 
 
 class MemoryOptions(TypedDict, total=False):
@@ -163,7 +160,7 @@ class MemoryBank:
                 "this store has an embedding index and ranks memories itself; "
                 "give index= only with a store without one",
             )
-        self._shared = None if index is not None or self.semantic else _shared_index(self.store)
+        self._shared = None if index is not None or self.semantic else shared_index(self.store)
         self.index: TextIndex | None = self._shared.index if self._shared else index
         """Where lexical search looks; ``None`` when the store's embedding index ranks."""
 
@@ -184,12 +181,12 @@ class MemoryBank:
 
     def remember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Store a memory (idempotent: the same text and level keep one key)."""
-        (memory,) = _run(self._remember(scope, [text], options))
+        (memory,) = _steps.run(self._remember(scope, [text], options))
         return memory
 
     async def aremember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Async :meth:`remember`."""
-        (memory,) = await _arun(self._remember(scope, [text], options))
+        (memory,) = await _steps.arun(self._remember(scope, [text], options))
         return memory
 
     def remember_many(
@@ -199,13 +196,13 @@ class MemoryBank:
 
         Each is what :meth:`remember` would store; ``key`` cannot be given here.
         """
-        return _run(self._remember(scope, list(texts), options))
+        return _steps.run(self._remember(scope, list(texts), options))
 
     async def aremember_many(
         self, scope: Scope, texts: Iterable[str], **options: Unpack[MemoryOptions]
     ) -> list[Memory]:
         """Async :meth:`remember_many`."""
-        return await _arun(self._remember(scope, list(texts), options))
+        return await _steps.arun(self._remember(scope, list(texts), options))
 
     def finish_session(
         self, scope: Scope, task_key: str, summary: str, *, thread_id: str | None = None
@@ -230,7 +227,7 @@ class MemoryBank:
         if self.index is None:
             return 0
         ns = namespace(ROOT, scope)
-        docs = _docs(ns, self.store.search(ns, limit=_ALL))
+        docs = docs_of(ns, self.store.search(ns, limit=ALL))
         self.index.add(ns, docs)
         return len(docs)
 
@@ -238,11 +235,11 @@ class MemoryBank:
 
     def search(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
         """The scope's memories for ``query``, best ``score`` first."""
-        return _run(self._search(scope, query, limit))
+        return _steps.run(self._search(scope, query, limit))
 
     async def asearch(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
         """Async :meth:`search`."""
-        return await _arun(self._search(scope, query, limit))
+        return await _steps.arun(self._search(scope, query, limit))
 
     def session_summary(self, scope: Scope, task_key: str) -> SessionSummary | None:
         """The last finished session's summary on ``task_key``, if any."""
@@ -254,11 +251,11 @@ class MemoryBank:
         ns = namespace(SESSIONS, scope)
         return _as_summary(await self.store.aget(ns, _digest(task_key)), scope)
 
-    # -- the steps, written once for sync and async (see _run) ----------------
+    # -- the steps, written once for sync and async (see _steps) --------------
 
     def _remember(
         self, scope: Scope, texts: list[str], options: MemoryOptions
-    ) -> _Steps[list[Memory]]:
+    ) -> _steps.Steps[list[Memory]]:
         _check_scope(scope)
         if len(texts) > 1 and options.get("key") is not None:
             raise ConfigurationError("key", "remember_many derives each memory's key")
@@ -266,7 +263,7 @@ class MemoryBank:
         made = [self._new(scope, text, options, now) for text in texts]
         ns = namespace(ROOT, scope)
         if self._shared is not None:
-            yield _in_thread(self._shared.load, ns)  # before the first write: see _Shared
+            yield _steps.in_thread(self._shared.load, ns)  # before the first write: see SharedIndex
         fields = None if self.index is not None else ["text"]
         ops = [PutOp(ns, m.key, value, index=fields) for m, value in made]
         yield partial(self.store.batch, ops), partial(self.store.abatch, ops)
@@ -275,7 +272,7 @@ class MemoryBank:
             yield partial(self.index.add, ns, docs), partial(self.index.aadd, ns, docs)
         return [m for m, _ in made]
 
-    def _search(self, scope: Scope, query: str, limit: int | None) -> _Steps[list[Memory]]:
+    def _search(self, scope: Scope, query: str, limit: int | None) -> _steps.Steps[list[Memory]]:
         _check_scope(scope)
         limit = limit or self.candidates
         if not query.strip():
@@ -293,7 +290,7 @@ class MemoryBank:
             )
             return self._semantic(scope, items, limit)
         if self._shared is not None:
-            yield _in_thread(self._shared.load, ns)
+            yield _steps.in_thread(self._shared.load, ns)
         boosts: dict[str, float] = {str(level): b for level, b in self.boosts.items()}
         hits: list[tuple[str, float]] = yield (
             partial(self.index.search, ns, query, limit=limit, weights=boosts),
@@ -363,85 +360,6 @@ class MemoryBank:
         lvl: Level = level
         source = str(item.value.get("source", ""))
         return Memory(item.key, text, lvl, source, scope, relevance, relevance * self.boosts[lvl])
-
-
-_Step = tuple[Callable[[], Any], Callable[[], Awaitable[Any]]]
-_Steps = Generator[_Step, Any, T]
-"""A bank operation as a generator of I/O steps (sync and async forms of each), so that its
-logic is written once and :func:`_run` or :func:`_arun` does the I/O."""
-
-
-def _in_thread(fn: Callable[..., Any], *args: Any) -> _Step:
-    """A step with no async form of its own: under asyncio it runs in a worker thread."""
-    return partial(fn, *args), partial(asyncio.to_thread, fn, *args)
-
-
-def _run(steps: _Steps[T]) -> T:
-    try:
-        step = next(steps)
-        while True:
-            step = steps.send(step[0]())
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-async def _arun(steps: _Steps[T]) -> T:
-    result: Any = None
-    try:
-        while True:
-            result = await steps.send(result)[1]()
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-class _Shared:
-    """The in-process index beside one store, shared by every bank on it.
-
-    Memories a store held before this process first touched their scope are
-    read once, before that scope's first search or write, so the index holds
-    them all; from then on every bank write goes to both. A write made to the
-    store directly, not through a bank, is not indexed.
-    """
-
-    def __init__(self, store: BaseStore) -> None:
-        self.index = LexicalIndex()
-        self._lock = threading.Lock()
-        self._loaded: set[tuple[str, ...]] = set()
-        self._store = weakref.ref(store)  # the registry must not keep the store alive
-
-    def load(self, ns: tuple[str, ...]) -> None:
-        if ns in self._loaded:
-            return
-        with self._lock:  # once per scope, even when two threads get here together
-            store = self._store()
-            if ns in self._loaded or store is None:
-                return
-            self.index.add(ns, _docs(ns, store.search(ns, limit=_ALL)))
-            self._loaded.add(ns)
-
-
-_SHARED: weakref.WeakKeyDictionary[BaseStore, _Shared] = weakref.WeakKeyDictionary()
-_SHARED_LOCK = threading.Lock()
-
-
-def _shared_index(store: BaseStore) -> _Shared:
-    with _SHARED_LOCK:
-        try:
-            return _SHARED[store]
-        except KeyError:
-            shared = _SHARED[store] = _Shared(store)
-            return shared
-        except TypeError:  # an unhashable store: an index for this bank alone
-            return _Shared(store)
-
-
-def _docs(ns: tuple[str, ...], items: Iterable[Item]) -> list[Doc]:
-    # A store's search also returns nested namespaces' items: only this scope's are indexed.
-    return [
-        Doc(item.key, str(item.value.get("text", "")), str(item.value.get("level", "")))
-        for item in items
-        if tuple(item.namespace) == ns
-    ]
 
 
 def remember_tool(bank: MemoryBank, *, name: str = "remember") -> BaseTool:

@@ -3,10 +3,11 @@
 - ``urls``: parsing database URLs (``_redact`` hides their passwords);
 - ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
   and async, and the archive;
-- ``archive``: the archive of original messages (in memory, SQLite), searchable;
+- ``archive``: the archive of original messages (in memory, SQLite), searchable
+  (``hits``: what a search returns and what it indexes);
 - ``events``: the context event log in SQLite;
-- ``memory_index``: a lexical index of long-term memories in SQLite;
-- ``postgres``: the archive, event log and memory index in PostgreSQL;
+- ``postgres``: the archive and event log in PostgreSQL (``_pgtable`` below it);
+- ``memory_index``: lexical indexes of long-term memories in SQLite and PostgreSQL;
 - ``locks``: one run per thread at a time, across processes;
 - ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it
   (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it);
@@ -19,33 +20,27 @@ there is no import cycle, not even through a function-level import
 1. ``_redact``, ``_versions`` (what a migration is);
 2. ``urls``, ``_pgconn`` (PostgreSQL connections);
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
-4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``;
-5. ``archive``, ``events``, ``locks``, ``memory_index``;
-6. ``postgres``;
+4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``, ``hits``;
+5. ``archive``, ``events``, ``locks``, ``_pgtable``;
+6. ``postgres``, ``memory_index``;
 7. ``checkpointers``.
 
 psycopg is the optional ``postgres`` extra: nothing here imports it until a
 PostgreSQL URL is used.
 """
 
-from langgraph_ctx.storage.archive import (
-    ArchiveHit,
-    HitKind,
-    InMemoryArchive,
-    MessageArchive,
-    SQLiteArchive,
-    searchable_text,
-)
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.checkpointers import (
     archive_from_url,
     async_checkpointer_from_url,
     checkpointer_from_url,
 )
 from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.storage.hits import ArchiveHit, HitKind, searchable_text
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
-from langgraph_ctx.storage.memory_index import SQLiteMemoryIndex
+from langgraph_ctx.storage.memory_index import PostgresMemoryIndex, SQLiteMemoryIndex
 from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
-from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink, PostgresMemoryIndex
+from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.storage.urls import redact_url
 
 __all__ = [

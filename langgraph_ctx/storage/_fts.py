@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langgraph_ctx.retrieval.index import MaxScorePlan, bound
+from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
 
 BUDGET = 10_000
 """Rows a search ranks at most, beyond its rarest term's (see MaxScorePlan): about

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from langgraph_ctx.retrieval.index import MaxScorePlan, bound
+from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
 from langgraph_ctx.retrieval.text import K1, B, idf
 
 BUDGET = 4_000

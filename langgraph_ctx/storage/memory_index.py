@@ -1,14 +1,17 @@
-"""A lexical index of long-term memories in SQLite (FTS5), shared by every process on the file.
+"""Lexical indexes of long-term memories in SQLite and PostgreSQL, shared by every process.
 
 :class:`~langgraph_ctx.retrieval.memory.MemoryBank` searches a store without an
 embedding index through a :class:`~langgraph_ctx.retrieval.index.TextIndex`.
-Its default lives in the process; this one lives in the database (migration
-0004), so banks in several processes see each other's memories::
+Its default lives in the process; these live in the database (migration 0004),
+so banks in several processes see each other's memories::
 
     bank = MemoryBank(SqliteStore(conn), index=SQLiteMemoryIndex("memory.sqlite"))
+    bank = MemoryBank(postgres_store, index=PostgresMemoryIndex(postgres_store.conn))
 
-Ranking is FTS5's bm25() times each memory's level boost, in the MaxScore
-rounds of the archive's search (:mod:`~langgraph_ctx.storage._fts`).
+They search as the archives do: FTS5's bm25() (:mod:`~langgraph_ctx.storage._fts`),
+or BM25 over PostgreSQL's tsvector (:mod:`~langgraph_ctx.storage._pgsearch`),
+times each memory's level boost. psycopg is imported only when a
+:class:`PostgresMemoryIndex` is built.
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from langgraph_ctx.retrieval.index import Doc, check_limit, query_terms, split_words
+from langgraph_ctx.retrieval.index import Doc, query_terms, split_words
+from langgraph_ctx.retrieval.maxscore import check_limit
 from langgraph_ctx.storage import _fts
+from langgraph_ctx.storage import _pgsearch as pgsearch
 from langgraph_ctx.storage._base import SQLiteTable, in_thread
+from langgraph_ctx.storage._pgtable import PgTable
 
-__all__ = ["SQLiteMemoryIndex", "scope_key"]
+__all__ = ["PostgresMemoryIndex", "SQLiteMemoryIndex", "scope_key"]
 
 _UPSERT = """
 INSERT INTO lgctx_memory_index (namespace, key, grp, body) VALUES (?, ?, ?, ?)
@@ -101,3 +108,92 @@ class SQLiteMemoryIndex(SQLiteTable):
         return [(keys[i], score) for i, score in found if i in keys]
 
     aadd, asearch = in_thread(add), in_thread(search)
+
+
+_MEMORY = pgsearch.Table(
+    "lgctx_memory_index", key="key", where="d.namespace = %(ns)s", order="d.key", group="d.grp"
+)
+# One statement per batch; a row whose text and level did not change is left alone.
+_MEMORY_PUT = """
+INSERT INTO lgctx_memory_index AS m (namespace, key, grp, body)
+SELECT %s, u.key, u.grp, u.body FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(key, grp, body)
+ON CONFLICT (namespace, key) DO UPDATE SET grp = excluded.grp, body = excluded.body
+WHERE (m.grp, m.body) IS DISTINCT FROM (excluded.grp, excluded.body)
+"""
+
+
+class PostgresMemoryIndex(PgTable):
+    """A :class:`~langgraph_ctx.retrieval.index.TextIndex` in ``lgctx_memory_index``: what
+    :class:`~langgraph_ctx.retrieval.memory.MemoryBank` searches a store without an
+    embedding index with, shared by every process (see the module doc)."""
+
+    what = "memory index"
+
+    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        params = _memory_rows(scope, docs)
+        if params is not None:
+            self._write(_MEMORY_PUT, params)
+
+    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        params = _memory_rows(scope, docs)
+        if params is not None:
+            await self._awrite(_MEMORY_PUT, params)
+
+    def search(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> builtins.list[tuple[str, float]]:
+        found: builtins.list[tuple[str, float]] = pgsearch.run(
+            _memory_search(scope, query, limit, weights), self._read
+        )
+        return found
+
+    async def asearch(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> builtins.list[tuple[str, float]]:
+        found: builtins.list[tuple[str, float]] = await pgsearch.arun(
+            _memory_search(scope, query, limit, weights), self._aread
+        )
+        return found
+
+
+def _memory_rows(scope: tuple[str, ...], docs: Iterable[Doc]) -> tuple[Any, ...] | None:
+    # The last write of a key in one batch wins, as it would in a loop of puts.
+    latest = {d.key: d for d in docs}
+    if not latest:
+        return None
+    rows = builtins.list(latest.values())
+    return (
+        scope_key(scope),
+        [d.key for d in rows],
+        [d.group for d in rows],
+        [d.text for d in rows],
+    )
+
+
+def _memory_search(
+    scope: tuple[str, ...], query: str, limit: int, weights: Mapping[str, float] | None
+) -> pgsearch.Steps:
+    check_limit(limit)
+    words = split_words(query_terms(query))
+    if not words:
+        return []
+    key = scope_key(scope)
+    found = yield from pgsearch.search(
+        _MEMORY,
+        {"ns": key},
+        scope=pgsearch.scope_lexeme("m", key),
+        words=words,
+        limit=limit,
+        weights=weights,
+    )
+    return found

@@ -1,14 +1,14 @@
-"""The archive, the event log and the memory index in PostgreSQL (``langgraph-ctx migrate``).
+"""The archive and the event log in PostgreSQL (tables from ``langgraph-ctx migrate``).
 
-Each takes a psycopg pool, sync or async, usually the checkpointer's own::
+Both take a psycopg pool, sync or async, usually the checkpointer's own::
 
     with checkpointer_from_url(url) as saver:
         archive = PostgresArchive(saver.conn)
         events = PostgresEventSink(saver.conn)
-        memory = MemoryBank(store, index=PostgresMemoryIndex(saver.conn))
 
-or a URL, in which case they open (and own) a small pool. With a sync pool
-the async methods run in a worker thread; with an async pool the sync
+or a URL, in which case they open (and own) a small pool, or one sync
+connection, shared under a lock (see :mod:`~langgraph_ctx.storage._pgtable`).
+With a sync pool the async methods run in a worker thread; with an async pool the sync
 methods run on the pool's event loop from other threads (as LangGraph's
 ``AsyncPostgresSaver`` does) and refuse to run on that loop itself.
 
@@ -20,179 +20,19 @@ psycopg is imported only when one of these is built.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import json
-import threading
-from collections.abc import Iterable, Mapping, Sequence
-from functools import partial
-from typing import Any, TypeAlias
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
-from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.retrieval.index import Doc, check_limit, query_terms, split_words
+from langgraph_ctx.retrieval.index import split_words
 from langgraph_ctx.state import LedgerEntry
-from langgraph_ctx.storage import _pgconn as pgconn
 from langgraph_ctx.storage import _pgsearch as pgsearch
-from langgraph_ctx.storage._base import Closing
-from langgraph_ctx.storage.archive import ArchiveHit, build_hits, check_batch, check_search
-from langgraph_ctx.storage.memory_index import scope_key
-from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.storage._pgtable import PgTable, jsonb
+from langgraph_ctx.storage.archive import check_batch
+from langgraph_ctx.storage.hits import ArchiveHit, build_hits, check_search
 from langgraph_ctx.tokens import TokenCounter
-
-_dumps = partial(json.dumps, default=str)
-Params: TypeAlias = Sequence[Any] | Mapping[str, Any]
-
-
-class _PgTable(Closing):
-    """A pool (sync or async) plus the four primitives every table here needs."""
-
-    what = "table"
-
-    def __init__(self, conn: Any, *, max_size: int = 4) -> None:
-        """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, a URL, or one sync
-        ``Connection`` (a ``PostgresStore.from_conn_string`` store's ``conn``)."""
-        import psycopg
-        from psycopg_pool import AsyncConnectionPool, ConnectionPool
-
-        self._owned = isinstance(conn, str)
-        if isinstance(conn, str):
-            url, field = self._postgres_url(conn), type(self).__name__
-            conn = pgconn.open_pool(url, max_size=max_size, field=field)
-        self._pool: ConnectionPool[Any] | None = None
-        self._apool: AsyncConnectionPool[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._conn: psycopg.Connection[Any] | None = None
-        if isinstance(conn, ConnectionPool):
-            self._pool = conn
-        elif isinstance(conn, psycopg.Connection):
-            # Shared with its owner: one statement at a time, each in its own transaction.
-            self._conn, self._conn_lock = conn, threading.Lock()
-        elif isinstance(conn, AsyncConnectionPool):
-            self._apool = conn
-            try:
-                self._loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self._loop = None  # sync calls need it; async ones do not
-        else:
-            raise ConfigurationError(
-                type(self).__name__,
-                f"expected a psycopg pool, connection or URL, got {type(conn).__name__}",
-            )
-
-    def _postgres_url(self, url: str) -> str:
-        # Parsed like every other URL: a key=value string or a bad port is refused
-        # here, with the password hidden, before libpq could echo any of it.
-        db = parse_url(url, field=type(self).__name__)
-        if db.kind != "postgres":
-            raise ConfigurationError(
-                type(self).__name__, f"needs a postgresql:// URL, got {db.redacted!r}"
-            )
-        return db.url
-
-    # -- primitives --------------------------------------------------------
-
-    def _write(self, sql: str, params: Params) -> None:
-        self._sync(self._awrite, sql, params, fn=lambda conn: conn.execute(sql, params))
-
-    async def _awrite(self, sql: str, params: Params) -> None:
-        if self._apool is None:
-            await asyncio.to_thread(self._write, sql, params)
-            return
-        try:
-            async with self._apool.connection() as conn:
-                await conn.execute(sql, params)
-        except _errors() as exc:
-            raise self._failed(exc) from exc
-
-    def _read(self, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
-        result: builtins.list[dict[str, Any]] = self._sync(
-            self._aread, sql, params, fn=lambda conn: _read(conn, sql, params)
-        )
-        return result
-
-    async def _aread(self, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
-        if self._apool is None:
-            return await asyncio.to_thread(self._read, sql, params)
-        from psycopg.rows import dict_row
-
-        try:
-            async with (
-                self._apool.connection() as conn,
-                conn.cursor(row_factory=dict_row) as cur,
-            ):
-                await cur.execute(sql, params)
-                rows: builtins.list[dict[str, Any]] = await cur.fetchall()
-                return rows
-        except _errors() as exc:
-            raise self._failed(exc) from exc
-
-    def _sync(self, afn: Any, *args: Any, fn: Any) -> Any:
-        if self._conn is not None:
-            try:
-                with self._conn_lock, self._conn.transaction():
-                    return fn(self._conn)
-            except _errors() as exc:
-                raise self._failed(exc) from exc
-        if self._pool is not None:
-            try:
-                with self._pool.connection() as conn:
-                    return fn(conn)
-            except _errors() as exc:
-                raise self._failed(exc) from exc
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if self._loop is None or running is self._loop:
-            raise ContextRunError(
-                f"{type(self).__name__} has an async pool: call its async methods "
-                "(aput, alist, awrite, ...) from the event loop, or pass a sync pool"
-            )
-        return asyncio.run_coroutine_threadsafe(afn(*args), self._loop).result()
-
-    def _failed(self, exc: BaseException) -> ContextRunError:
-        import psycopg.errors as pg
-
-        missing = (pg.UndefinedTable, pg.UndefinedFunction, pg.UndefinedColumn)
-        hint = (
-            " (is the database migrated? run `langgraph-ctx migrate`)"
-            if isinstance(exc, missing)
-            else ""
-        )
-        return ContextRunError(
-            f"{self.what} in PostgreSQL failed: {type(exc).__name__}: {exc}{hint}"
-        )
-
-    # -- lifecycle -----------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the pool if this object opened it (never a pool you passed in)."""
-        if self._owned and self._pool is not None:
-            self._pool.close()
-
-
-def _read(conn: Any, sql: str, params: Params) -> builtins.list[dict[str, Any]]:
-    from psycopg.rows import dict_row
-
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(sql, params)
-        rows: builtins.list[dict[str, Any]] = cur.fetchall()
-        return rows
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    import psycopg
-
-    return (psycopg.Error,)
-
-
-def _jsonb(value: Any) -> Any:
-    from psycopg.types.json import Jsonb
-
-    return Jsonb(value, dumps=_dumps)
-
 
 # One statement per batch: one round trip and one commit, whatever the batch size.
 # WITH ORDINALITY ... ORDER BY: positions follow the batch's order.
@@ -228,7 +68,7 @@ _SIZE = (
 )
 
 
-class PostgresArchive(_PgTable):
+class PostgresArchive(PgTable):
     """A :class:`~langgraph_ctx.storage.archive.MessageArchive` in ``lgctx_archive``."""
 
     what = "archive"
@@ -249,7 +89,7 @@ class PostgresArchive(_PgTable):
             reason,
             [m.id for m in messages],
             [m.type for m in messages],
-            [_jsonb(d) for d in messages_to_dict(messages)],
+            [jsonb(d) for d in messages_to_dict(messages)],
             [self._counter.count_message(m) for m in messages],
         )
 
@@ -342,7 +182,7 @@ _EVENTS = (
 )
 
 
-class PostgresEventSink(_PgTable):
+class PostgresEventSink(PgTable):
     """An :class:`~langgraph_ctx.pipeline.EventSink` into ``lgctx_events``."""
 
     what = "event log"
@@ -373,7 +213,7 @@ def _event_params(
         [e["kind"] for e in entries],
         [e["node"] for e in entries],
         [float(e["ts"]) for e in entries],
-        [_jsonb(e["data"]) for e in entries],
+        [jsonb(e["data"]) for e in entries],
     )
 
 
@@ -385,92 +225,3 @@ def _entry(row: dict[str, Any]) -> LedgerEntry:
         ts=float(row["ts"]),
         data=dict(row["data"]),
     )
-
-
-_MEMORY = pgsearch.Table(
-    "lgctx_memory_index", key="key", where="d.namespace = %(ns)s", order="d.key", group="d.grp"
-)
-# One statement per batch; a row whose text and level did not change is left alone.
-_MEMORY_PUT = """
-INSERT INTO lgctx_memory_index AS m (namespace, key, grp, body)
-SELECT %s, u.key, u.grp, u.body FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(key, grp, body)
-ON CONFLICT (namespace, key) DO UPDATE SET grp = excluded.grp, body = excluded.body
-WHERE (m.grp, m.body) IS DISTINCT FROM (excluded.grp, excluded.body)
-"""
-
-
-class PostgresMemoryIndex(_PgTable):
-    """A :class:`~langgraph_ctx.retrieval.index.TextIndex` in ``lgctx_memory_index``: what
-    :class:`~langgraph_ctx.retrieval.memory.MemoryBank` searches a store without an
-    embedding index with, shared by every process (see the module doc)."""
-
-    what = "memory index"
-
-    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
-        params = _memory_rows(scope, docs)
-        if params is not None:
-            self._write(_MEMORY_PUT, params)
-
-    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
-        params = _memory_rows(scope, docs)
-        if params is not None:
-            await self._awrite(_MEMORY_PUT, params)
-
-    def search(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> builtins.list[tuple[str, float]]:
-        found: builtins.list[tuple[str, float]] = pgsearch.run(
-            _memory_search(scope, query, limit, weights), self._read
-        )
-        return found
-
-    async def asearch(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> builtins.list[tuple[str, float]]:
-        found: builtins.list[tuple[str, float]] = await pgsearch.arun(
-            _memory_search(scope, query, limit, weights), self._aread
-        )
-        return found
-
-
-def _memory_rows(scope: tuple[str, ...], docs: Iterable[Doc]) -> tuple[Any, ...] | None:
-    # The last write of a key in one batch wins, as it would in a loop of puts.
-    latest = {d.key: d for d in docs}
-    if not latest:
-        return None
-    rows = builtins.list(latest.values())
-    return (
-        scope_key(scope),
-        [d.key for d in rows],
-        [d.group for d in rows],
-        [d.text for d in rows],
-    )
-
-
-def _memory_search(
-    scope: tuple[str, ...], query: str, limit: int, weights: Mapping[str, float] | None
-) -> pgsearch.Steps:
-    check_limit(limit)
-    words = split_words(query_terms(query))
-    if not words:
-        return []
-    key = scope_key(scope)
-    found = yield from pgsearch.search(
-        _MEMORY,
-        {"ns": key},
-        scope=pgsearch.scope_lexeme("m", key),
-        words=words,
-        limit=limit,
-        weights=weights,
-    )
-    return found
