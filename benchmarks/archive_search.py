@@ -424,7 +424,7 @@ def memory_rows(n: int, url: str | None, pool: list[str], qs: list[str]) -> list
                 keys.update({m.key: at + i for i, m in enumerate(made)})
             load = time.perf_counter() - start
             server = no_server
-            if isinstance(bank.index, PostgresMemoryIndex):  # the index's and the store's
+            if isinstance(getattr(bank, "index", None), PostgresMemoryIndex):  # and the store
                 server = backend_cpu(_pids(bank.index._read, _store_reader(bank.store)))
             # Scanning every memory takes seconds per call at 100,000: planted questions only.
             rows.append(

@@ -2,8 +2,8 @@
 
 An FTS5 query that ORs a question's terms ranks every row holding any of them,
 and most rows hold a common word: ranking is then a scan. FTS5's ``bm25()``
-gives a term at most ``idf * (k1 + 1)`` (k1 = 1.2, as in ours), and ``fts5vocab`` gives each term's
-document count, so :class:`~langgraph_ctx.retrieval.index.MaxScorePlan` can
+gives a term at most ``idf * (k1 + 1)`` (k1 = 1.2, as ours), and ``fts5vocab``
+gives each term's document count, so :class:`~langgraph_ctx.retrieval.maxscore.MaxScorePlan` can
 fetch the rows of the rare terms first, and a common term's rows only when its
 bound could still change the top k. Every FTS5 statement pays for counting each
 of its terms' rows (bm25's idf), so the plan is greedy: its first round takes
