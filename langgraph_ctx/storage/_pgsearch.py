@@ -38,12 +38,11 @@ Steps: TypeAlias = Generator[Query, Rows, Any]
 
 @dataclass(frozen=True)
 class Table:
-    """An indexed table: its name, key column, group column and scope filter (SQL)."""
+    """An indexed table (with ``search`` and ``search_scope`` columns): its name, key
+    column, tie-breaking order and group column (SQL on ``d``, the table)."""
 
     name: str
     key: str
-    where: str
-    """A condition on ``d`` (the table) with named parameters, e.g. ``d.namespace = %(ns)s``."""
     order: str
     """How ties are broken, e.g. ``d.position``."""
     group: str = "''"
@@ -64,13 +63,16 @@ LEFT JOIN lgctx_search_terms AS t ON t.scope = %(scope)s AND t.term = q.term
 """
 
 # BM25 with tf = 1: idf of each term held, times (k1 + 1) / (1 + k1 * (1 - b + b * len / avg)).
+# The scope is selected by its generated column, which has no index of its own: with
+# stale statistics (a table just filled, not yet analyzed) the planner would otherwise
+# walk the (thread, namespace) index through the whole thread and test every row.
 _ROUND = """
 SELECT d.{key} AS key,
        coalesce((%(weights)s::jsonb ->> ({group}))::float8, 1.0)
        * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * (length(d.search) - 1) / %(avg)s))
        * ({held}) AS score
 FROM {table} AS d
-WHERE {where} AND d.search @@ %(match)s::tsquery
+WHERE d.search_scope = %(scope)s AND d.search @@ %(match)s::tsquery
 ORDER BY score DESC, {order}
 LIMIT %(limit)s
 """
@@ -86,16 +88,16 @@ def _any(terms: Sequence[str]) -> str:
 
 def search(
     table: Table,
-    params: Mapping[str, Any],
     *,
     scope: str,
     words: Sequence[str],
     limit: int,
     weights: Mapping[str, float] | None = None,
 ) -> Steps:
-    """Steps of a search of ``table`` (rows matching ``table.where`` under ``params``,
-    carrying the ``scope`` lexeme) for ``words``: returns the best ``limit`` (key, score),
-    score = BM25 times the weight of the row's group."""
+    """Steps of a search of ``table``'s rows of ``scope`` (the lexeme of their
+    ``search_scope``) for ``words``: returns the best ``limit`` (key, score), score =
+    BM25 times the weight of the row's group. The caller checks the rows it reads for
+    the scope's own labels: a lexeme is an md5, and the labels are the guarantee."""
     weights = weights or {}
     stats = yield _STATS, {"words": " ".join(words), "scope": scope}
     df = {r["term"]: int(r["df"]) for r in stats if int(r["df"]) > 0}
@@ -120,12 +122,11 @@ def search(
         table=table.name,
         key=table.key,
         group=table.group,
-        where=table.where,
         order=table.order,
         held=held,
     )
     fixed = {
-        **params,
+        "scope": scope,
         **{f"t{i}": _lexeme(t) for i, t in enumerate(terms)},
         **{f"i{i}": v for i, v in enumerate(idfs)},
         "weights": json.dumps(dict(weights)),

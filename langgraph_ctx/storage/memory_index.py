@@ -110,9 +110,8 @@ class SQLiteMemoryIndex(SQLiteTable):
     aadd, asearch = in_thread(add), in_thread(search)
 
 
-_MEMORY = pgsearch.Table(
-    "lgctx_memory_index", key="key", where="d.namespace = %(ns)s", order="d.key", group="d.grp"
-)
+_MEMORY = pgsearch.Table("lgctx_memory_index", key="key", order="d.key", group="d.grp")
+_MEMORY_OWN = "SELECT key FROM lgctx_memory_index WHERE namespace = %(ns)s AND key = ANY(%(keys)s)"
 # One statement per batch; a row whose text and level did not change is left alone.
 _MEMORY_PUT = """
 INSERT INTO lgctx_memory_index AS m (namespace, key, grp, body)
@@ -189,11 +188,11 @@ def _memory_search(
         return []
     key = scope_key(scope)
     found = yield from pgsearch.search(
-        _MEMORY,
-        {"ns": key},
-        scope=pgsearch.scope_lexeme("m", key),
-        words=words,
-        limit=limit,
-        weights=weights,
+        _MEMORY, scope=pgsearch.scope_lexeme("m", key), words=words, limit=limit, weights=weights
     )
-    return found
+    if not found:
+        return []
+    # The lexeme selected the scope; its own namespace is the guarantee.
+    rows = yield _MEMORY_OWN, {"ns": key, "keys": [k for k, _ in found]}
+    own = {r["key"] for r in rows}
+    return [(k, score) for k, score in found if k in own]

@@ -50,12 +50,7 @@ _GET = (
 _LIST = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
 )
-_ARCHIVE = pgsearch.Table(
-    "lgctx_archive",
-    key="message_id",
-    where="d.thread_id = %(thread)s AND d.namespace = %(ns)s",
-    order="d.position",
-)
+_ARCHIVE = pgsearch.Table("lgctx_archive", key="message_id", order="d.position")
 _HITS = """
 SELECT message_id, position, reason, extract(epoch FROM archived_at)::float8 AS archived_at,
        content
@@ -153,7 +148,7 @@ def _search(thread_id: str, query: str, limit: int, namespace: str) -> pgsearch.
         return []
     params = {"thread": thread_id, "ns": namespace}
     scope = pgsearch.scope_lexeme("a", thread_id, namespace)
-    found = yield from pgsearch.search(_ARCHIVE, params, scope=scope, words=words, limit=limit)
+    found = yield from pgsearch.search(_ARCHIVE, scope=scope, words=words, limit=limit)
     if not found:
         return []
     rows = yield _HITS, {**params, "ids": [key for key, _ in found]}

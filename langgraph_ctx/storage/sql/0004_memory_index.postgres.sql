@@ -18,7 +18,9 @@ CREATE TABLE lgctx_memory_index (
     PRIMARY KEY (namespace, key)
 );
 
-CREATE INDEX lgctx_memory_index_search ON lgctx_memory_index USING gin (search);
+-- fastupdate off, as the archive's (see 0003): searches never read a pending list.
+CREATE INDEX lgctx_memory_index_search ON lgctx_memory_index USING gin (search)
+    WITH (fastupdate = off);
 
 CREATE TRIGGER lgctx_memory_counted_insert AFTER INSERT ON lgctx_memory_index
     REFERENCING NEW TABLE AS new_rows
