@@ -248,14 +248,22 @@ steps = st.lists(
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[list[BaseMessage], list[dict[str, Any]]]:
     msgs = random_history(draw(steps))
-    pool = [str(m.id) for m in msgs]
-    n_ops = draw(st.integers(0, 4))
+    # Mostly distinct targets across operations, so that most actions are valid
+    # and the properties are checked on real rewrites, not only on rejections.
+    every = [str(m.id) for m in msgs]
+    guarded = {"sys", "task", "note"} | {x for x in every if x.startswith("p")}
+    pool = draw(st.permutations([x for x in every if x not in guarded]))
+    if draw(st.integers(0, 4)) == 0:  # now and then, aim at a pinned message or the note
+        pool = [draw(st.sampled_from(sorted(guarded))), *pool]
     ops = []
-    for _ in range(n_ops):
-        targets = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True))
+    for _ in range(draw(st.integers(1, 4))):
+        size = draw(st.integers(1, 3))
+        targets, pool = pool[:size], pool[size:] + pool[: draw(st.integers(0, 1))]
+        if not targets:
+            break
         content = draw(st.sampled_from(["", "new text", "   "]))
         role = draw(st.sampled_from(["user", "assistant", "tool", "system", None]))
-        ops.append(op(targets, content, role=role))
+        ops.append(op(list(targets), content, role=role))
     return msgs, ops
 
 
