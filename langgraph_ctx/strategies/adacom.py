@@ -127,7 +127,7 @@ def listing(request: ManagerRequest) -> str:
         limit = None if mid in request.oversized else request.preview_chars
         if limit is not None and len(text) > limit:
             text = f"{text[:limit]} ...[{len(text) - limit} more characters]"
-        lines.append(" ".join([head, *tags]) + "\n" + text)
+        lines.append(" ".join([head, *tags]) + (f"\n{text}" if text else ""))
     return "\n\n".join(lines)
 
 
