@@ -80,6 +80,7 @@ class AdaptiveContextManager(Middleware):
         archive: MessageArchive | None = None,
         every: int | None = 3,
         utilization: float | None = 0.7,
+        target_utilization: float = 0.75,
         extract_threshold: int | None = 2_000,
         extract_tokens: int = 500,
         background: str = "",
@@ -95,6 +96,9 @@ class AdaptiveContextManager(Middleware):
             archive: where edited and deleted originals go. Default: in-process.
             every: run every this many rounds; ``None``: never on a schedule.
             utilization: run when pre-flight's utilization reaches it; ``None``: never.
+            target_utilization: where a manager under pressure should bring it back
+                to, as a share of ``utilization`` (the request's ``excess_tokens``):
+                well under the trigger, so the next run is not the next call.
             extract_threshold: a new tool result over this many tokens always
                 triggers the manager, which is asked to extract it; ``None``: off.
             extract_tokens: about how large an extraction should be.
@@ -110,6 +114,10 @@ class AdaptiveContextManager(Middleware):
                 raise ConfigurationError(label, f"must be >= 1 or None, got {value}")
         if utilization is not None and not 0.0 < utilization <= 1.0:
             raise ConfigurationError("utilization", f"must be in (0, 1] or None, got {utilization}")
+        if not 0.0 < target_utilization <= 1.0:
+            raise ConfigurationError(
+                "target_utilization", f"must be in (0, 1], got {target_utilization}"
+            )
         if extract_tokens < 20:
             raise ConfigurationError("extract_tokens", f"must be >= 20, got {extract_tokens}")
         if timeout is not None and timeout <= 0:
@@ -120,6 +128,7 @@ class AdaptiveContextManager(Middleware):
         self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.every = every
         self.utilization = utilization
+        self.target_utilization = target_utilization
         self.extract_threshold = extract_threshold
         self.extract_tokens = extract_tokens
         self.background = background
@@ -215,6 +224,12 @@ class AdaptiveContextManager(Middleware):
     ) -> ManagerRequest:
         count = ctx.session.cache.count_of
         note_msg = next(m for m in messages if is_note(m))
+        report = ctx.measured()
+        excess = 0
+        if self.utilization is not None:
+            # Raw tokens, as the cache counts them: the report is calibrated.
+            goal = self.utilization * self.target_utilization * report.window
+            excess = max(0, int((report.total - goal) / max(report.calibration, 1e-6)))
         return ManagerRequest(
             messages=messages,
             tokens={str(m.id): count(m) for m in messages if m.id},
@@ -225,6 +240,7 @@ class AdaptiveContextManager(Middleware):
             oversized=oversized,
             round=rounds,
             utilization=round(utilization, 4),
+            excess_tokens=excess,
             background=self.background,
             extract_tokens=self.extract_tokens,
             preview_chars=self.preview_chars,

@@ -71,6 +71,9 @@ class ManagerRequest:
     """Ids of tool results the agent has not seen yet and that exceed the extract threshold."""
     round: int = 0
     utilization: float | None = None
+    excess_tokens: int = 0
+    """Tokens (as counted in ``tokens``) to free to bring the prompt back to the
+    middleware's target utilization; 0 when it is under it."""
     background: str = ""
     extract_tokens: int = 500
     """About how large an extraction of an oversized result should be."""
@@ -149,7 +152,10 @@ class ChatModelManager:
         if request.background:
             system += f"\n\nBackground: {request.background}"
         why = ", ".join(request.triggers) or "scheduled"
-        return [SystemMessage(system), HumanMessage(f"{listing(request)}\n\nTriggered by: {why}")]
+        ask = f"{listing(request)}\n\nTriggered by: {why}"
+        if request.excess_tokens:
+            ask += f"\nThe context is {request.excess_tokens} tokens over its target: free them."
+        return [SystemMessage(system), HumanMessage(ask)]
 
     def propose(self, request: ManagerRequest) -> Sequence[Any]:
         return _modifications(self._structured.invoke(self.messages(request)))

@@ -16,6 +16,12 @@ behaviour the paper's case study (appendix D) describes:
   value or name of them appears in a later message or tool call) is deleted,
   the call with its results (its facts stay in the note). One that is still
   referred to is kept as it is.
+- **Distill under pressure**: when the request says the context is
+  ``excess_tokens`` over target after the rules above, the oldest messages
+  outside the last ``keep_rounds`` rounds (whole tool exchanges, never pinned
+  ones, the note aside) are merged into one ``[Condensed history]`` digest at
+  their place, sized to free that much; an earlier digest is merged again with
+  what follows it. The paper's "eager distillation" strategy, extractively.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ CONSTRAINT_CUES = re.compile(
 FACTS = "Facts found:"
 CONSTRAINTS = "Task constraints:"
 EXTRACTED = "[Extracted tool result]"
+DIGEST = "[Condensed history]"
 
 
 class OfflinePolicy:
@@ -51,6 +58,7 @@ class OfflinePolicy:
         self,
         *,
         stale_rounds: int = 4,
+        keep_rounds: int = 2,
         note_tokens: int = 400,
         fact_tokens: int = 40,
         counter: TokenCounter | None = None,
@@ -58,10 +66,12 @@ class OfflinePolicy:
         """
         Args:
             stale_rounds: an exchange with this many agent messages after it is old.
+            keep_rounds: the last rounds never distilled under pressure.
             note_tokens: the working note's cap; the oldest facts go first.
             fact_tokens: the digest of one fact line.
         """
         self.stale_rounds = stale_rounds
+        self.keep_rounds = keep_rounds
         self.note_tokens = note_tokens
         self.fact_tokens = fact_tokens
         self.counter = counter or TokenCounter()
@@ -84,6 +94,9 @@ class OfflinePolicy:
                 ids = tuple(str(m.id) for m in results)
                 ops.append(EditOp(ids, None, f"stale: no later message refers to {ids}", ""))
                 facts += [self._fact(m, names) for m in results]
+        distill = self._distill(request, ops)
+        if distill is not None:
+            ops.append(distill)
         current = next((m for m in messages if is_note(m) or m.id == request.note_id), None)
         text = self._note(request.task, current, facts)
         if current is not None and text != current.text:
@@ -92,6 +105,54 @@ class OfflinePolicy:
 
     async def apropose(self, request: ManagerRequest) -> list[EditOp]:
         return self.propose(request)
+
+    def _distill(self, request: ManagerRequest, ops: Sequence[EditOp]) -> EditOp | None:
+        """One merge of the oldest free messages that frees what is still in excess."""
+        tokens = request.tokens
+        taken = {x for op in ops for x in op.ids}
+        freed = sum(tokens.get(x, 0) for op in ops if op.kind == "delete" for x in op.ids)
+        freed += sum(
+            tokens.get(op.ids[0], 0) - self.counter.count_text(op.new_content)
+            for op in ops
+            if op.kind == "rewrite" and op.rationale == "oversized result"
+        )
+        excess = request.excess_tokens - freed
+        if excess <= 0:
+            return None
+        span = self._span(request, taken)
+        size = sum(tokens.get(str(m.id), 0) for m in span)
+        if len(span) < 2 or size <= excess // 2:
+            return None  # too little to distill: a merge would not make room
+        digest_tokens = max(40, min(size - excess, size // 2))
+        text = self.summarizer.summarize(span, max_tokens=digest_tokens)
+        ids = tuple(str(m.id) for m in span)
+        return EditOp(ids, "system", f"distill: {excess} tokens over target", f"{DIGEST}\n{text}")
+
+    def _span(self, request: ManagerRequest, taken: set[str]) -> list[BaseMessage]:
+        """The oldest messages that may be distilled: whole exchanges, before the last rounds."""
+        messages = request.messages
+        agent_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
+        stop = agent_at[-self.keep_rounds] if len(agent_at) >= self.keep_rounds else 0
+        index = {id(m): i for i, m in enumerate(messages)}
+        unit_of: dict[int, list[BaseMessage]] = {}
+        for unit in tool_units(messages):
+            for m in unit:
+                unit_of[id(m)] = unit
+        chosen: dict[int, BaseMessage] = {}
+        need, size = request.excess_tokens * 2, 0
+        for m in messages[:stop]:
+            group = unit_of.get(id(m), [m])
+            ids = {str(x.id) for x in group}
+            if id(m) in chosen or any(is_note(x) for x in group):
+                continue
+            if ids & (request.protected | taken) or max(index[id(x)] for x in group) >= stop:
+                continue
+            chosen.update((id(x), x) for x in group)
+            size += sum(request.tokens.get(x, 0) for x in ids)
+            if size >= need:
+                break
+        out = list(chosen.values())
+        return sorted(out, key=lambda x: index[id(x)])
 
     # -- the note --------------------------------------------------------------
 

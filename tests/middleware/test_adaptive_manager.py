@@ -21,6 +21,7 @@ from langgraph_ctx.middleware import AdaptiveContextManager
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
 from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
 
 TASK = "Find the supplier for order ORD-7731. It must ship before 2026-03-01 and cost under $500."
 
@@ -290,3 +291,23 @@ def test_bad_settings_fail_at_construction() -> None:
         with pytest.raises(ConfigurationError) as caught:
             AdaptiveContextManager(**kwargs)
         assert caught.value.field == name
+
+
+def test_offline_policy_distills_old_turns_to_stay_in_budget_under_pressure() -> None:
+    graph, agent, adacom = make(None, every=None, utilization=0.7, window=3_000)
+    config = cfg("pressure")
+    graph.invoke({"messages": [HumanMessage(TASK, id="task")]}, config)
+    for i in range(40):
+        fact = f"Turn {i}: invoice INV-{i:04d} was paid on day {i + 1}. " + "Routine notes. " * 20
+        graph.invoke({"messages": [HumanMessage(fact, id=f"u{i}")]}, config)
+    state = messages(graph, config)
+    budget = Budget.for_window(3_000)
+    sent = [call.messages for call in agent.calls]
+    sizes = [TokenCounter().count_messages(list(m)) for m in sent]
+    assert max(sizes[-10:]) < budget.red_line  # it keeps the prompt under the red line
+    assert state[0].id == "task" and is_note(state[1])
+    digests = [m for m in state if m.text.startswith("[Condensed history]")]
+    assert len(digests) == 1  # earlier digests are merged into the next one
+    assert not ledger(graph, config, "edit_rejected")
+    assert adacom.original("pressure", "u0") is not None  # distilled, archived
+    assert "INV-0039" in state[-2].text  # the last rounds stay verbatim
