@@ -39,7 +39,6 @@ from retention import (
     CFG,
     Result,
     _from_calls,
-    _full,
     _head,
     _scripted,
     _stateless,
