@@ -304,15 +304,13 @@ def _check_protected(
 
 
 def _unit_of(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
-    """Position -> the positions of its tool exchange, for members of one."""
+    """Position -> the positions of its tool exchange (the call and its results)."""
     index = {id(m): i for i, m in enumerate(messages)}
     out: dict[int, list[int]] = {}
     for unit in tool_units(messages):
         where = sorted(index[id(m)] for m in unit)
-        if len(where) > 1 or isinstance(unit[0], AIMessage):
-            for p in where:
-                out[p] = where
-    # A result whose call is not in the list at all is no pair to keep whole.
+        for p in where:
+            out[p] = where
     return out
 
 
