@@ -5,8 +5,9 @@ budgets (the same sessions, budgets and offline extractive summarizer as
 ``benchmarks/retention.py``, whose runners it reuses) through:
 
 - AdaCoM with the deterministic :class:`~langgraph_ctx.strategies.OfflinePolicy`
-  (no model): every round, plus at 0.7 utilization, plus any new tool result
-  over a quarter of the budget (extracted to an eighth);
+  (no model): every round; under pressure from 0.8 of the window (about 94% of
+  the message budget, where the others act too) down to 0.9 of that; any new
+  tool result over a quarter of the budget extracted to an eighth;
 - ours (pre-flight + tiered compression), ``SummarizationMiddleware`` (keep b/2
   tokens), langmem ``summarize_messages``, and no management.
 
@@ -77,7 +78,8 @@ def run_adacom(s: Session, budget: int) -> Result:
     manager = AdaptiveContextManager(
         manager=policy,
         every=1,
-        utilization=0.7,
+        utilization=0.8,  # the window is (policy + budget) / 0.85: near the budget
+        target_utilization=0.9,
         extract_threshold=budget // 4,
         extract_tokens=budget // 8,
         timeout=None,

@@ -426,18 +426,3 @@ def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:
     # refused every other tool role.
     raise AssertionError(f"unreachable role {role!r}")
 
-
-__all__ = [
-    "ROLES",
-    "AppliedEdit",
-    "EditOp",
-    "EditPlan",
-    "EditRejected",
-    "Reason",
-    "is_edited",
-    "is_note",
-    "note",
-    "parse_ops",
-    "plan_edits",
-    "protected_ids",
-]
