@@ -425,4 +425,3 @@ def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:
     # A tool role with one tool target keeps the role (handled above); _check_role
     # refused every other tool role.
     raise AssertionError(f"unreachable role {role!r}")
-

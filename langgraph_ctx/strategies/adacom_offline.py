@@ -13,7 +13,7 @@ behaviour the paper's case study (appendix D) describes:
   reads it; the original is archived.
 - **Stale exchanges**: a tool exchange older than ``stale_rounds`` rounds (agent
   messages after it) whose results nothing later refers to (no identifier,
-  value or name of them appears in a later message or tool call) is deleted,
+  value or name of them is among those of a later message or tool call) is deleted,
   the call with its results (its facts stay in the note). One that is still
   referred to is kept as it is.
 - **Distill under pressure**: when the request says the context is
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -76,6 +76,7 @@ class OfflinePolicy:
         self.fact_tokens = fact_tokens
         self.counter = counter or TokenCounter()
         self.summarizer = ExtractiveSummarizer(self.counter)
+        self._cache: dict[tuple[str, int], set[str]] = {}
 
     def propose(self, request: ManagerRequest) -> list[EditOp]:
         messages = request.messages
@@ -88,7 +89,7 @@ class OfflinePolicy:
                 head = f"{EXTRACTED} ({request.tokens.get(str(m.id), 0)} tokens; original {m.id})"
                 ops.append(EditOp((str(m.id),), "tool", "oversized result", f"{head}\n{digest}"))
                 facts.append(self._fact(m, names))
-        for unit in _stale(messages, self.stale_rounds, request.protected):
+        for unit in _stale(messages, self.stale_rounds, request.protected, self._entities):
             results = [m for m in unit if isinstance(m, ToolMessage)]
             if results and not any(str(m.id) in request.oversized for m in results):
                 ids = tuple(str(m.id) for m in results)
@@ -105,6 +106,17 @@ class OfflinePolicy:
 
     async def apropose(self, request: ManagerRequest) -> list[EditOp]:
         return self.propose(request)
+
+    def _entities(self, name: str, text: str) -> set[str]:
+        # Cached: every run would otherwise re-read the whole history. Keyed by the
+        # text's hash too, as one policy may serve threads that reuse ids.
+        key = (name, hash(text))
+        found = self._cache.get(key)
+        if found is None:
+            if len(self._cache) > 20_000:
+                self._cache.clear()
+            found = self._cache[key] = entities(text)
+        return found
 
     def _distill(self, request: ManagerRequest, ops: Sequence[EditOp]) -> EditOp | None:
         """One merge of the oldest free messages that frees what is still in excess."""
@@ -203,23 +215,38 @@ def _tool_names(messages: Sequence[BaseMessage]) -> dict[str, str]:
 
 
 def _stale(
-    messages: Sequence[BaseMessage], rounds: int, protected: frozenset[str]
+    messages: Sequence[BaseMessage],
+    rounds: int,
+    protected: frozenset[str],
+    entities_of: Callable[[str, str], set[str]],
 ) -> list[list[BaseMessage]]:
-    """Whole exchanges older than ``rounds`` agent messages that nothing later cites."""
+    """Whole exchanges older than ``rounds`` agent messages that nothing later cites:
+    no entity of their results is an entity of a later message or tool call."""
     index = {id(m): i for i, m in enumerate(messages)}
     agent_at = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
+    units = sorted(
+        ((max(index[id(m)] for m in unit), unit) for unit in tool_units(messages)),
+        key=lambda pair: -pair[0],
+    )
+    # Newest first, with the entities said after the current exchange gathered on
+    # the way down: one pass over the history, not one per exchange.
+    later: set[str] = set()
+    j = len(messages) - 1
     out = []
-    for unit in tool_units(messages):
-        last = max(index[id(m)] for m in unit)
+    for last, unit in units:
+        while j > last:
+            m = messages[j]
+            if not is_note(m):
+                later |= entities_of(f"said:{m.id}", _said(m))
+            j -= 1
         if any(str(m.id) in protected for m in unit):
             continue
         if sum(1 for i in agent_at if i > last) < rounds:
             continue
-        later = " ".join(_said(m) for m in messages[last + 1 :] if not is_note(m))
-        cited = set().union(*(entities(m.text) for m in unit if isinstance(m, ToolMessage)))
-        if not any(e in later for e in cited):
+        results = [m for m in unit if isinstance(m, ToolMessage)]
+        if not any(entities_of(str(m.id), m.text) & later for m in results):
             out.append(unit)
-    return out
+    return out[::-1]
 
 
 def _said(message: BaseMessage) -> str:
