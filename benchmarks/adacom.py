@@ -152,9 +152,22 @@ def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
     return rows
 
 
+def long_horizon() -> list[str]:
+    """The harness's long-horizon workload (--quick: 1,000 turns for ours, the first 300
+    for the others, 128K window) through ours, AdaCoM and no management."""
+    from harness import run
+
+    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=True, progress=False)
+    text = results.markdown()
+    start, end = text.index("### Longevity"), text.index("### Plots")
+    body = text[start:end].replace("### ", "#### ").strip().splitlines()
+    return ["### Long horizon (the harness, `--quick`)", "", *body]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
+    parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
     args = parser.parse_args()
     logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
     try:
@@ -170,14 +183,15 @@ def main() -> None:
     lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
     lines += table(head, evaluate(tau, "tau"), left=2)
     trials = "trial 0" if args.first_trial else "all 4 trials"
+    flags = (" --first-trial" if args.first_trial else "") + (" --long" if args.long else "")
     lines += [
         "",
         f"BFCL: {len(bfcl)} sessions; tau-bench: {len(tau)} trajectories ({trials}). "
-        "Command: `python benchmarks/adacom.py"
-        + (" --first-trial" if args.first_trial else "")
-        + "`.",
+        f"Command: `python benchmarks/adacom.py{flags}`.",
     ]
     lines += ["", *NOTES]
+    if args.long:
+        lines += ["", *long_horizon()]
     emit("adacom", lines)
 
 
