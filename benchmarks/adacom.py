@@ -108,11 +108,15 @@ STRATEGIES: dict[str, Callable[[Session, int], Result]] = {
 
 NOTES = [
     "AdaCoM's manager runs on every model call (`every=1`, as the paper's does), so its column",
-    "counts every invocation; most change only the working note. Its misses on BFCL are the",
-    "cost of re-distilling: each pressure run merges the previous `[Condensed history]` digest",
-    "with the next oldest turns into a new extractive digest, where ours keeps summary layers",
-    "and consolidates them only past a cap. On tau-bench, where stale tool results can go",
-    "whole, it matches ours. Not the learned manager: a rule baseline on the same summarizer.",
+    "counts every invocation; most change only the working note. Its misses on BFCL come",
+    "from distilling in small, frequent merges: each pressure run folds the previous",
+    "`[Condensed history]` digest and the next oldest turns into a new extractive digest that",
+    "frees just the excess, where ours summarizes larger spans less often (leaving earlier",
+    "digests alone instead did not help in a trial run: 96 answers against 97 at 2K).",
+    "On tau-bench, where stale tool results can go whole, it is within a point of ours.",
+    "On the long horizon the stale rule alone keeps it at 0.54 peak utilization (0.35x the",
+    "tokens of no management), with 8 of 22 probes kept against ours' 10 over the same 300",
+    "turns. Not the learned manager: a rule baseline on the same summarizer.",
     "`ms per call`: the whole replay per model call (scripted model included), on a shared",
     "2-core machine: orientation only.",
 ]
