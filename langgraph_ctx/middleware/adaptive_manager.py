@@ -42,7 +42,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_ctx.edits import apply_edits, is_edited, is_note, note, protected_ids
+from langgraph_ctx.edits import (
+    apply_edits,
+    check_rewritable,
+    is_edited,
+    is_note,
+    note,
+    protected_ids,
+)
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import pin
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -135,6 +142,9 @@ class AdaptiveContextManager(Middleware):
         self.timeout = timeout
         self.preview_chars = preview_chars
         self.pin_task = pin_task
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        check_rewritable(builder, type(self).__name__)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import _messages_delta_reducer
+from typing_extensions import TypedDict
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.edits import is_note
@@ -311,3 +314,17 @@ def test_offline_policy_distills_old_turns_to_stay_in_budget_under_pressure() ->
     assert not ledger(graph, config, "edit_rejected")
     assert adacom.original("pressure", "u0") is not None  # distilled, archived
     assert "INV-0039" in state[-2].text  # the last rounds stay verbatim
+
+
+class Delta(TypedDict):
+    messages: Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer)]
+    context_ledger: list[Any]
+
+
+def test_a_graph_whose_messages_cannot_be_rewritten_is_refused_at_wiring() -> None:
+    builder = StateGraph(Delta)
+    builder.add_node("call_llm", lambda s: {})
+    builder.add_edge(START, "call_llm")
+    with pytest.raises(ConfigurationError, match="DeltaChannel") as caught:
+        Pipeline([PreflightCheck(), AdaptiveContextManager()]).attach(builder)
+    assert caught.value.field == "AdaptiveContextManager"
