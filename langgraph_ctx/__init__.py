@@ -18,6 +18,7 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
+    AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
     SummaryObserver,
@@ -52,6 +53,7 @@ from langgraph_ctx.tokens import (
 _moved.install()  # old module paths of 0.1, for one release
 
 __all__ = [
+    "AdaptiveContextManager",
     "ArtifactRef",
     "Budget",
     "BudgetExceededError",

@@ -6,8 +6,9 @@
 
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
-middleware you pass joins them by priority. Without thinking (``think=False``)
-the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
+middleware you pass joins them by priority. ``strategy="adacom"`` puts the
+AdaCoM manager (before ``call_llm``) in compression's place. Without thinking
+(``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from langgraph_ctx.agent.nodes import (
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
+    AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
     SummaryObserver,
@@ -84,6 +86,13 @@ class AgentOptions(TypedDict, total=False):
     ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
+    strategy: str | Middleware
+    """``"tiered"``: how history is kept in budget. ``"tiered"``: tiered compression
+    (:class:`~langgraph_ctx.middleware.TieredCompression`, with ``summary_model``);
+    ``"adacom"``: an external manager edits the context
+    (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
+    ``summary_model``, else the offline policy; originals go to ``archive``);
+    or a middleware instance of your own, in compression's place."""
     state_schema: type[Any]
     """``ContextState``, or a TypedDict extending it."""
 
@@ -166,11 +175,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
-        TieredCompression(
-            summarizer=options.get("summary_model"),
-            archive=options.get("archive"),
-            nodes=llm_nodes,
-        ),
+        _strategy(options, llm_nodes),
     ]
     memory = options.get("memory")
     if memory is not None:
@@ -179,6 +184,28 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
             SummaryObserver(memory, nodes=llm_nodes),
         ]
     return found
+
+
+STRATEGIES = ("tiered", "adacom")
+"""The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
+
+
+def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
+    strategy = options.get("strategy", "tiered")
+    if isinstance(strategy, Middleware):
+        return strategy
+    if strategy == "tiered":
+        return TieredCompression(
+            summarizer=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
+        )
+    if strategy == "adacom":
+        # The agent's own call only: a manager call per thought would double its cost.
+        return AdaptiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    raise ConfigurationError(
+        "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
+    )
 
 
 def _graph(
