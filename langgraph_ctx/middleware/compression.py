@@ -11,8 +11,13 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   turns can outgrow a small budget), compact their large tool results in
   place, oldest first: same message, same tool call id, an extractive digest
   as content, the original archived;
-- if even full compression cannot fit the prompt (a giant pinned message),
-  record ``budget_unreachable`` and log it. Pinned content is never dropped.
+- if the target cannot be met (a large pinned message), record
+  ``budget_unreachable`` and log it. Pinned content is never dropped;
+- the hard ceiling: a prompt still over the prompt limit has its largest tool
+  results reduced (compacted again, then cut with a marker, the originals
+  archived), recorded as ``ceiling_enforced``; if even that cannot fit,
+  :class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the
+  model is called.
 
 Every message leaving the active state is written to the archive first, keyed
 by thread and id, so :meth:`TieredCompression.original` can return it. The
@@ -25,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -42,13 +48,14 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
     compacted,
     compacted_header,
     is_compacted,
+    is_pinned,
     summary_info,
 )
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -61,6 +68,8 @@ COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 COMPACT_FLOOR = 100
 """The smallest digest a compacted tool result is given."""
+CUT_MARKER = "[... cut to fit the context window]"
+"""Ends a tool result cut (not only compacted) to keep the prompt under its limit."""
 
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
@@ -194,7 +203,7 @@ class TieredCompression(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
-            return view
+            return (yield from self._ceiling(view, ctx))
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
             if work.source:
@@ -204,7 +213,8 @@ class TieredCompression(Middleware):
                 )
         # Archived before the rewrite is persisted: nothing leaves the state unkept.
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        return self._apply(view, ctx, work, text, fallbacks)
+        view = self._apply(view, ctx, work, text, fallbacks)
+        return (yield from self._ceiling(view, ctx))
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -360,9 +370,101 @@ class TieredCompression(Middleware):
             )
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
-        if report.total > report.prompt_limit:
-            self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
+        # Still over the prompt limit? ``_ceiling`` reduces tool results or raises.
         return view.replace(messages=messages)
+
+    def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
+        """Never send a prompt over the prompt limit: a provider must reject it.
+
+        Compression plans with expected ratios and leaves results it compacted
+        alone, so one tool result larger than the window could still go out over
+        it. Here the largest tool results not pinned are reduced (compacted
+        again, down to what fits, then cut with a marker), the originals
+        archived first. If even that cannot fit, :class:`BudgetExceededError`
+        is raised before the model is called, and nothing is persisted.
+        """
+        report = ctx.measured()
+        if report.total <= report.prompt_limit:
+            return view
+        calibration = max(report.calibration, 1e-6)
+        over = math.ceil((report.total - report.prompt_limit) / calibration)
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        count = ctx.session.cache.count_of
+        candidates = [m for m in messages if isinstance(m, ToolMessage) and not is_pinned(m)]
+        candidates.sort(key=count, reverse=True)
+        shrunk: dict[int, BaseMessage] = {}
+        cut: list[str] = []
+        for m in candidates:
+            if over <= 0:
+                break
+            tokens = count(m)
+            if tokens <= COMPACT_FLOOR:
+                break  # sorted: the rest are as small
+            size = max(COMPACT_FLOOR, tokens - over)
+            smaller, was_cut = self._reduce(m, size)
+            saved = tokens - self._compactor.counter.count_message(smaller)
+            if saved > 0:
+                shrunk[id(m)] = smaller
+                over -= saved
+                if was_cut:
+                    cut.append(str(m.id))
+        if over > 0:
+            pinned = sum(count(m) for m in messages if id(m) not in shrunk) - sum(
+                count(m) for m in candidates if id(m) not in shrunk
+            )
+            raise BudgetExceededError(
+                report.total,
+                report.prompt_limit,
+                f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
+                f"over its limit with every tool result reduced to {COMPACT_FLOOR} tokens "
+                f"({pinned} raw tokens are pinned, system or not reducible)",
+            )
+        originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
+        if originals:
+            # Archived before the rewrite is persisted: nothing leaves the state unkept.
+            thread, namespace = _scope(ctx)
+            yield IOCall(
+                partial(
+                    self.archive.put, thread, originals, reason="compacted", namespace=namespace
+                ),
+                partial(
+                    self.archive.aput, thread, originals, reason="compacted", namespace=namespace
+                ),
+            )
+        before = sum(count(m) for m in messages if id(m) in shrunk)
+        after = sum(self._compactor.counter.count_message(m) for m in shrunk.values())
+        messages = [shrunk.get(id(m), m) for m in messages]
+        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+        ctx.session.cache.forget([str(m.id) for m in originals])
+        report = ctx.adjust_usage("messages", after - before)
+        ctx.record(
+            "ceiling_enforced",
+            {
+                "ids": [str(m.id) for m in shrunk.values()],
+                "cut": cut,
+                "tokens_before": before,
+                "tokens_after": after,
+                "total_after": report.total,
+                "prompt_limit": report.prompt_limit,
+            },
+        )
+        return view.replace(messages=messages)
+
+    def _reduce(self, message: BaseMessage, size: int) -> tuple[BaseMessage, bool]:
+        """``message`` in at most ``size`` tokens: an extractive digest, cut with a
+        marker if the digest alone is still larger. Whether it was cut."""
+        tokens = _original_tokens(message) or self._compactor.counter.count_message(message)
+        smaller = self._compact(message, size, tokens)
+        counter = self._compactor.counter
+        if counter.count_message(smaller) <= size:
+            return smaller, False
+        header = compacted_header(message, tokens)
+        text = smaller.text.partition("\n")[2]
+        marker = f"\n{CUT_MARKER} (the original is archived as {message.id})"
+        room = size - counter.count_text(header + marker) - 8  # message overhead
+        while text and counter.count_message(compacted(message, text + marker, tokens)) > size:
+            text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
+        return compacted(message, text + marker, tokens), True
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -442,6 +544,13 @@ def _compactions(
                 chosen[id(m)] = (m, size)
                 excess -= tokens - size
     return list(chosen.values())
+
+
+def _original_tokens(message: BaseMessage) -> int | None:
+    """The size of the original of a compacted tool result, from its mark."""
+    marks = message.additional_kwargs.get(KEY)
+    info = marks.get("compacted") if isinstance(marks, dict) else None
+    return int(info["tokens"]) if isinstance(info, dict) and "tokens" in info else None
 
 
 def _room(report: UsageReport, budget: Budget) -> int:

@@ -41,7 +41,12 @@ from typing import Any, cast
 
 from langgraph.errors import GraphBubbleUp
 
-from langgraph_ctx.errors import ContextRunError, MiddlewareError, NextCalledTwiceError
+from langgraph_ctx.errors import (
+    BudgetExceededError,
+    ContextRunError,
+    MiddlewareError,
+    NextCalledTwiceError,
+)
 from langgraph_ctx.pipeline.context import CallContext, View, _current
 from langgraph_ctx.pipeline.hooks import Step, adrive, drive
 from langgraph_ctx.pipeline.layer import (
@@ -315,7 +320,9 @@ def _as_view(view: Mapping[str, Any]) -> View:
 def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseException | None:
     if id(exc) in ctx._passing or isinstance(exc, (GraphBubbleUp, asyncio.CancelledError)):
         return None
-    if not isinstance(exc, Exception):
+    if not isinstance(exc, Exception) or isinstance(exc, BudgetExceededError):
+        # A prompt over its limit is the run's verdict, not a middleware's bug:
+        # callers catch it by name, with its numbers.
         return None
     wrapped = MiddlewareError(mw.name, ctx.node, exc)
     ctx._passing.add(id(wrapped))
