@@ -61,6 +61,7 @@ from langgraph_ctx.markers import (
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
@@ -398,26 +399,23 @@ class TieredCompression(Middleware):
             if over <= 0:
                 break
             tokens = count(m)
-            if tokens <= COMPACT_FLOOR:
-                break  # sorted: the rest are as small
-            size = max(COMPACT_FLOOR, tokens - over)
-            smaller, was_cut = self._reduce(m, size)
-            saved = tokens - self._compactor.counter.count_message(smaller)
+            # Down to its header and the cut marker if need be: the original is
+            # archived, and a result the model can fetch beats a refused call.
+            smaller, was_cut = self._reduce(m, max(0, tokens - over), ctx.counter)
+            saved = tokens - ctx.counter.count_message(smaller)
             if saved > 0:
                 shrunk[id(m)] = smaller
                 over -= saved
                 if was_cut:
                     cut.append(str(m.id))
         if over > 0:
-            pinned = sum(count(m) for m in messages if id(m) not in shrunk) - sum(
-                count(m) for m in candidates if id(m) not in shrunk
-            )
+            rest = sum(count(m) for m in messages if id(m) not in shrunk)
             raise BudgetExceededError(
                 report.total,
                 report.prompt_limit,
                 f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
-                f"over its limit with every tool result reduced to {COMPACT_FLOOR} tokens "
-                f"({pinned} raw tokens are pinned, system or not reducible)",
+                f"over its limit with every tool result reduced to its header: the other "
+                f"messages (system, pinned, the protected turns, summaries) take {rest} tokens",
             )
         originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
         if originals:
@@ -432,7 +430,7 @@ class TieredCompression(Middleware):
                 ),
             )
         before = sum(count(m) for m in messages if id(m) in shrunk)
-        after = sum(self._compactor.counter.count_message(m) for m in shrunk.values())
+        after = sum(ctx.counter.count_message(m) for m in shrunk.values())
         messages = [shrunk.get(id(m), m) for m in messages]
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
         ctx.session.cache.forget([str(m.id) for m in originals])
@@ -450,12 +448,14 @@ class TieredCompression(Middleware):
         )
         return view.replace(messages=messages)
 
-    def _reduce(self, message: BaseMessage, size: int) -> tuple[BaseMessage, bool]:
-        """``message`` in at most ``size`` tokens: an extractive digest, cut with a
-        marker if the digest alone is still larger. Whether it was cut."""
-        tokens = _original_tokens(message) or self._compactor.counter.count_message(message)
+    def _reduce(
+        self, message: BaseMessage, size: int, counter: TokenCounter
+    ) -> tuple[BaseMessage, bool]:
+        """``message`` in at most ``size`` tokens (or just its header and the cut
+        marker): an extractive digest, cut if the digest alone is still larger.
+        Whether it was cut."""
+        tokens = _original_tokens(message) or counter.count_message(message)
         smaller = self._compact(message, size, tokens)
-        counter = self._compactor.counter
         if counter.count_message(smaller) <= size:
             return smaller, False
         header = compacted_header(message, tokens)
