@@ -28,6 +28,7 @@ from typing import Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from langgraph_ctx._checks import check_has, check_instance, check_str, check_timeout
 from langgraph_ctx._workers import acall_with_timeout, call_with_timeout
 
 # Re-exported (``as``) for the modules that import them from here.
@@ -115,8 +116,13 @@ class ChatModelSummarizer:
         fallback: Summarizer | None = None,
         on_fallback: FallbackHook | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError("timeout", f"must be positive or None, got {timeout}")
+        check_instance("model", model, BaseChatModel, "a LangChain chat model")
+        check_str("prompt", prompt)
+        check_timeout("timeout", timeout)
+        if fallback is not None:
+            check_has("fallback", fallback, ("summarize", "asummarize"), "a Summarizer")
+        if on_fallback is not None and not callable(on_fallback):
+            raise ConfigurationError("on_fallback", f"expected a callable, got {on_fallback!r}")
         self.model = model
         self.prompt = prompt
         self.timeout = timeout

@@ -40,6 +40,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
 from langgraph_ctx.compression.summarizers import (
@@ -153,6 +154,21 @@ class TieredCompression(Middleware):
             summarizer_timeout: for a chat-model summarizer, seconds.
         """
         super().__init__(**kwargs)
+        if summarizer is not None and not isinstance(summarizer, BaseChatModel):
+            check_has("summarizer", summarizer, ("summarize", "asummarize"), "a Summarizer")
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
+        check_number("expected_ratio", expected_ratio)
+        check_int("min_protected_turns", min_protected_turns)
+        check_int("max_summary_layers", max_summary_layers)
+        check_bool("pin_task", pin_task)
+        check_timeout("summarizer_timeout", summarizer_timeout)
+        if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
+            raise ConfigurationError(
+                "summary_tokens", f"expected a (low, high) pair, got {summary_tokens!r}"
+            )
+        for bound in summary_tokens:
+            check_int("summary_tokens", bound)
         _check_share("target_utilization", target_utilization)
         _check_share("protected_share", protected_share)
         _check_share("max_summary_share", max_summary_share)
@@ -575,5 +591,6 @@ def _scope(ctx: CallContext) -> tuple[str, str]:
 
 
 def _check_share(field: str, value: float) -> None:
+    check_number(field, value)
     if not 0.0 < value < 1.0:
         raise ConfigurationError(field, f"must be between 0 and 1, got {value}")

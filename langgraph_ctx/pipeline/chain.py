@@ -41,8 +41,10 @@ from typing import Any, cast
 
 from langgraph.errors import GraphBubbleUp
 
+from langgraph_ctx._checks import check_int, check_str
 from langgraph_ctx.errors import (
     BudgetExceededError,
+    ConfigurationError,
     ContextRunError,
     MiddlewareError,
     NextCalledTwiceError,
@@ -105,10 +107,15 @@ class Middleware:
         name: str | None = None,
     ) -> None:
         if priority is not None:
-            self.priority = priority
+            self.priority = check_int("priority", priority)
+        if nodes is not None and (
+            isinstance(nodes, str) or not all(isinstance(n, str) and n for n in nodes)
+        ):
+            # A bare string would be taken letter by letter as node names.
+            raise ConfigurationError("nodes", f"expected a list of node names, got {nodes!r}")
         self.nodes: tuple[str, ...] | None = tuple(nodes) if nodes is not None else None
         if name is not None:
-            self.name = name
+            self.name = check_str("name", name)
         if not self.name:
             self.name = type(self).__name__
 
