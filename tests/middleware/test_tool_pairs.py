@@ -14,23 +14,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx.compression._tiers import LOST_RESULT, pair_results, repair_pairs
+from tests.fuzz_sessions import provider_rejects
 from tests.middleware.test_compression import cfg, events, make_graph, turn
-
-
-def provider_rejects(messages: list[BaseMessage]) -> str | None:
-    """Why an OpenAI-style chat API would refuse ``messages``, or ``None``."""
-    expected: list[str] = []  # call ids still to be answered, in order
-    for m in messages:
-        if isinstance(m, ToolMessage):
-            if m.tool_call_id not in expected:
-                return f"tool message {m.id} answers no open call ({m.tool_call_id})"
-            expected.remove(m.tool_call_id)
-            continue
-        if expected:
-            return f"calls {expected} not answered before {m.type} message {m.id}"
-        if isinstance(m, AIMessage) and m.tool_calls:
-            expected = [str(c["id"]) for c in m.tool_calls]
-    return f"calls {expected} never answered" if expected else None
 
 
 def reusing_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
