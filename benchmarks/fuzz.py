@@ -32,6 +32,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop after this long and report the sessions actually run",
+    )
     args = parser.parse_args()
     seeds = range(args.first_seed, args.first_seed + args.sessions)
     start = time.perf_counter()
@@ -41,8 +47,10 @@ def main() -> None:
             outcomes.append(outcome)
             if outcome.violations:
                 print(f"seed {outcome.seed}: {outcome.violations[:3]}", file=sys.stderr)
-            if len(outcomes) % 100 == 0:
+            if len(outcomes) % 50 == 0:
                 print(f"{len(outcomes)} sessions", file=sys.stderr, flush=True)
+            if args.max_minutes and time.perf_counter() - start > 60 * args.max_minutes:
+                break  # the pool is terminated on leaving the block
     elapsed = time.perf_counter() - start
     kinds: Counter[str] = Counter()
     for o in outcomes:
@@ -51,10 +59,17 @@ def main() -> None:
     command = (
         f"python benchmarks/fuzz.py --sessions {args.sessions} --first-seed {args.first_seed} "
         f"--workers {args.workers}"
+        + (f" --max-minutes {args.max_minutes:g}" if args.max_minutes else "")
+    )
+    done = (
+        f"all {len(outcomes):,} sessions"
+        if len(outcomes) == args.sessions
+        else f"stopped at the time limit after {len(outcomes):,} of {args.sessions:,} sessions"
     )
     lines = [
         *header("Fuzz: random sessions, invariants at every model call"),
-        f"Command: `{command}` ({elapsed / 60:.1f} min).",
+        f"Command: `{command}`: {done} in {elapsed / 60:.1f} min "
+        f"(seeds completed first are not always the lowest: sessions run in parallel).",
         "",
         "Each session (seeded) draws a window (3K, 4K or 8K), pre-flight and tiered",
         "compression with 0-2 pass-through layers at random priorities and a random",
