@@ -21,6 +21,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("persistence", "Postgres storage and the cost of archive/event writes", 6),
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
+    ("fuzz", "Random sessions: no orphan, task kept, prompt within its limit, nothing lost", 16),
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
 ]
 

@@ -11,8 +11,13 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   turns can outgrow a small budget), compact their large tool results in
   place, oldest first: same message, same tool call id, an extractive digest
   as content, the original archived;
-- if even full compression cannot fit the prompt (a giant pinned message),
-  record ``budget_unreachable`` and log it. Pinned content is never dropped.
+- if the target cannot be met (a large pinned message), record
+  ``budget_unreachable`` and log it. Pinned content is never dropped;
+- the hard ceiling: a prompt still over the prompt limit has its largest tool
+  results reduced (compacted again, then cut with a marker, the originals
+  archived), recorded as ``ceiling_enforced``; if even that cannot fit,
+  :class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the
+  model is called.
 
 Every message leaving the active state is written to the archive first, keyed
 by thread and id, so :meth:`TieredCompression.original` can return it. The
@@ -25,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,6 +40,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
 from langgraph_ctx.compression.summarizers import (
@@ -42,18 +49,20 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
     compacted,
     compacted_header,
     is_compacted,
+    is_pinned,
     summary_info,
 )
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
@@ -61,6 +70,8 @@ COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 COMPACT_FLOOR = 100
 """The smallest digest a compacted tool result is given."""
+CUT_MARKER = "[... cut to fit the context window]"
+"""Ends a tool result cut (not only compacted) to keep the prompt under its limit."""
 
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
@@ -143,6 +154,21 @@ class TieredCompression(Middleware):
             summarizer_timeout: for a chat-model summarizer, seconds.
         """
         super().__init__(**kwargs)
+        if summarizer is not None and not isinstance(summarizer, BaseChatModel):
+            check_has("summarizer", summarizer, ("summarize", "asummarize"), "a Summarizer")
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
+        check_number("expected_ratio", expected_ratio)
+        check_int("min_protected_turns", min_protected_turns)
+        check_int("max_summary_layers", max_summary_layers)
+        check_bool("pin_task", pin_task)
+        check_timeout("summarizer_timeout", summarizer_timeout)
+        if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
+            raise ConfigurationError(
+                "summary_tokens", f"expected a (low, high) pair, got {summary_tokens!r}"
+            )
+        for bound in summary_tokens:
+            check_int("summary_tokens", bound)
         _check_share("target_utilization", target_utilization)
         _check_share("protected_share", protected_share)
         _check_share("max_summary_share", max_summary_share)
@@ -194,7 +220,7 @@ class TieredCompression(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
-            return view
+            return (yield from self._ceiling(view, ctx))
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
             if work.source:
@@ -204,7 +230,8 @@ class TieredCompression(Middleware):
                 )
         # Archived before the rewrite is persisted: nothing leaves the state unkept.
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        return self._apply(view, ctx, work, text, fallbacks)
+        view = self._apply(view, ctx, work, text, fallbacks)
+        return (yield from self._ceiling(view, ctx))
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -360,9 +387,100 @@ class TieredCompression(Middleware):
             )
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
-        if report.total > report.prompt_limit:
-            self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
+        # Still over the prompt limit? ``_ceiling`` reduces tool results or raises.
         return view.replace(messages=messages)
+
+    def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
+        """Never send a prompt over the prompt limit: a provider must reject it.
+
+        Compression plans with expected ratios and leaves results it compacted
+        alone, so one tool result larger than the window could still go out over
+        it. Here the largest tool results not pinned are reduced (compacted
+        again, down to what fits, then cut with a marker), the originals
+        archived first. If even that cannot fit, :class:`BudgetExceededError`
+        is raised before the model is called, and nothing is persisted.
+        """
+        report = ctx.measured()
+        if report.total <= report.prompt_limit:
+            return view
+        calibration = max(report.calibration, 1e-6)
+        over = math.ceil((report.total - report.prompt_limit) / calibration)
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        count = ctx.session.cache.count_of
+        candidates = [m for m in messages if isinstance(m, ToolMessage) and not is_pinned(m)]
+        candidates.sort(key=count, reverse=True)
+        shrunk: dict[int, BaseMessage] = {}
+        cut: list[str] = []
+        for m in candidates:
+            if over <= 0:
+                break
+            tokens = count(m)
+            # Down to its header and the cut marker if need be: the original is
+            # archived, and a result the model can fetch beats a refused call.
+            smaller, was_cut = self._reduce(m, max(0, tokens - over), ctx.counter)
+            saved = tokens - ctx.counter.count_message(smaller)
+            if saved > 0:
+                shrunk[id(m)] = smaller
+                over -= saved
+                if was_cut:
+                    cut.append(str(m.id))
+        if over > 0:
+            rest = sum(count(m) for m in messages if id(m) not in shrunk)
+            raise BudgetExceededError(
+                report.total,
+                report.prompt_limit,
+                f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
+                f"over its limit with every tool result reduced to its header: the other "
+                f"messages (system, pinned, the protected turns, summaries) take {rest} tokens",
+            )
+        originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
+        if originals:
+            # Archived before the rewrite is persisted: nothing leaves the state unkept.
+            thread, namespace = _scope(ctx)
+            yield IOCall(
+                partial(
+                    self.archive.put, thread, originals, reason="compacted", namespace=namespace
+                ),
+                partial(
+                    self.archive.aput, thread, originals, reason="compacted", namespace=namespace
+                ),
+            )
+        before = sum(count(m) for m in messages if id(m) in shrunk)
+        after = sum(ctx.counter.count_message(m) for m in shrunk.values())
+        messages = [shrunk.get(id(m), m) for m in messages]
+        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+        ctx.session.cache.forget([str(m.id) for m in originals])
+        report = ctx.adjust_usage("messages", after - before)
+        ctx.record(
+            "ceiling_enforced",
+            {
+                "ids": [str(m.id) for m in shrunk.values()],
+                "cut": cut,
+                "tokens_before": before,
+                "tokens_after": after,
+                "total_after": report.total,
+                "prompt_limit": report.prompt_limit,
+            },
+        )
+        return view.replace(messages=messages)
+
+    def _reduce(
+        self, message: BaseMessage, size: int, counter: TokenCounter
+    ) -> tuple[BaseMessage, bool]:
+        """``message`` in at most ``size`` tokens (or just its header and the cut
+        marker): an extractive digest, cut if the digest alone is still larger.
+        Whether it was cut."""
+        tokens = _original_tokens(message) or counter.count_message(message)
+        smaller = self._compact(message, size, tokens)
+        if counter.count_message(smaller) <= size:
+            return smaller, False
+        header = compacted_header(message, tokens)
+        text = smaller.text.partition("\n")[2]
+        marker = f"\n{CUT_MARKER} (the original is archived as {message.id})"
+        room = size - counter.count_text(header + marker) - 8  # message overhead
+        while text and counter.count_message(compacted(message, text + marker, tokens)) > size:
+            text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
+        return compacted(message, text + marker, tokens), True
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -444,6 +562,13 @@ def _compactions(
     return list(chosen.values())
 
 
+def _original_tokens(message: BaseMessage) -> int | None:
+    """The size of the original of a compacted tool result, from its mark."""
+    marks = message.additional_kwargs.get(KEY)
+    info = marks.get("compacted") if isinstance(marks, dict) else None
+    return int(info["tokens"]) if isinstance(info, dict) and "tokens" in info else None
+
+
 def _room(report: UsageReport, budget: Budget) -> int:
     """Calibrated tokens the messages may take before the prompt reaches the red line
     (which the prompt limit caps), given what the other components use now."""
@@ -466,5 +591,6 @@ def _scope(ctx: CallContext) -> tuple[str, str]:
 
 
 def _check_share(field: str, value: float) -> None:
+    check_number(field, value)
     if not 0.0 < value < 1.0:
         raise ConfigurationError(field, f"must be between 0 and 1, got {value}")

@@ -17,10 +17,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
+from langgraph_ctx.compression._tiers import repair_pairs
 from langgraph_ctx.markers import is_summary
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
@@ -40,8 +41,26 @@ class PreflightCheck(Middleware):
         self._prompt_tokens: dict[str, int] = {}
 
     def before(self, view: View, ctx: CallContext) -> View:
+        view = self.repair(view, ctx)
         self.check(view, ctx)
         return view
+
+    def repair(self, view: View, ctx: CallContext) -> View:
+        """The view with its tool pairs made whole, as a provider requires.
+
+        A history handed to us broken (a result with no call, a call with no
+        result, a result before its call, an id reused every turn) would be
+        rejected by OpenAI-style APIs. The repair is ephemeral, in the view:
+        the checkpointed state keeps what the user wrote. Recorded in the ledger.
+        """
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        if not any(isinstance(m, ToolMessage) or _calls(m) for m in messages):
+            return view
+        repaired, repair = repair_pairs(messages)
+        if not repair:
+            return view
+        ctx.record("tool_pairs_repaired", repair.as_dict())
+        return view.replace(messages=repaired)
 
     def after(self, view: View, result: Any, ctx: CallContext) -> Any:
         self.observe(result, ctx)
@@ -118,6 +137,10 @@ class PreflightCheck(Middleware):
         if key not in self._tool_tokens:
             self._tool_tokens[key] = ctx.counter.count_tool(tool)
         return self._tool_tokens[key]
+
+
+def _calls(message: BaseMessage) -> bool:
+    return isinstance(message, AIMessage) and bool(message.tool_calls)
 
 
 def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:
