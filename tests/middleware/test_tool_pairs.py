@@ -91,3 +91,22 @@ def test_a_whole_history_comes_back_unchanged() -> None:
     repaired, repair = repair_pairs(history)
     assert not repair
     assert all(a is b for a, b in zip(repaired, history, strict=True))
+
+
+def test_a_pair_broken_deep_in_a_long_history_is_still_repaired() -> None:
+    """Pre-flight looks only at what follows the last turn it found whole; a
+    result removed from an early turn by the user's own update shifts what follows,
+    so that stretch is looked at again and the call gets its placeholder."""
+    from langchain_core.messages import RemoveMessage
+
+    graph, model, _ = make_graph(window=1_000_000)
+    config = cfg("deep")
+    for i in range(12):
+        graph.invoke({"messages": turn(i, tools=True)}, config)
+    state = graph.get_state(config).values["messages"]
+    early = next(m for m in state if isinstance(m, ToolMessage))
+    graph.update_state(config, {"messages": [RemoveMessage(id=str(early.id))]})
+    graph.invoke({"messages": turn(12, tools=True)}, config)
+    sent = list(model.calls[-1].messages)
+    assert provider_rejects(sent) is None
+    assert events(graph, config, "tool_pairs_repaired")
