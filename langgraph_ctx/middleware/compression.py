@@ -6,7 +6,12 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   before the call, until the messages take ``target_utilization`` of the room
   they have under the red line (well under it, so the next compression is
   dozens of turns away, not the next call);
-- yellow zone: record the candidates (advisory), once per new boundary;
+- yellow zone: record the candidates (advisory), once per new boundary, and
+  prepare the next compression in the background (``prepare_ahead``): the
+  summary of the span crossing the red line will remove, made while the node
+  waits on its model or tools. The call that crosses the red line applies it if
+  it is ready and still describes the history, else compresses synchronously;
+  the ledger's ``compression`` event says which (``path``);
 - if the turns it keeps verbatim are too large even then (a few tool-heavy
   turns can outgrow a small budget), compact their large tool results in
   place, oldest first: same message, same tool call id, an extractive digest
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +41,7 @@ from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, T
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.compression import _prepare
 from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
@@ -109,6 +116,8 @@ class TieredCompression(Middleware):
         max_summary_share: float = 0.5,
         pin_task: bool = True,
         summarizer_timeout: float | None = 30.0,
+        prepare_ahead: bool = True,
+        prepare_headroom: float = 0.05,
         **kwargs: Any,
     ) -> None:
         """
@@ -141,6 +150,14 @@ class TieredCompression(Middleware):
                 under the target), so summaries never grow to fill the budget.
             pin_task: keep the session's first user message verbatim.
             summarizer_timeout: for a chat-model summarizer, seconds.
+            prepare_ahead: in the yellow zone, summarize the span the next
+                compression will remove in the background (a task on the running
+                loop for a model summarizer under ``ainvoke``, else a thread of
+                the package's small pool), so that crossing the red line does not
+                wait for the summarizer.
+            prepare_headroom: the span prepared ahead is planned for messages
+                this share of the red line above it, so that the turn that
+                crosses the line is covered too.
         """
         super().__init__(**kwargs)
         _check_share("target_utilization", target_utilization)
@@ -175,6 +192,8 @@ class TieredCompression(Middleware):
         self.max_summary_layers = max_summary_layers
         self.max_summary_share = max_summary_share
         self.pin_task = pin_task
+        self.prepare_ahead = prepare_ahead
+        self.prepare_headroom = prepare_headroom
 
     def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
         channel = builder.channels.get("messages")
@@ -194,7 +213,23 @@ class TieredCompression(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
+            self._prepare_ahead(view, ctx)
             return view
+        ready, why = self._take_prepared(work, ctx)
+        if ready is not None:
+            ahead, pending = ready
+            outcome = pending.outcome()
+            if outcome is None:
+                # Under way: waiting for the rest costs less than starting over.
+                why = "waited"
+                outcome = yield IOCall(pending.wait, pending.await_)
+            if outcome is not None:
+                summary, reasons = outcome
+                yield IOCall(
+                    partial(self._archive, ctx, ahead), partial(self._aarchive, ctx, ahead)
+                )
+                return self._apply(view, ctx, ahead, summary, reasons, path=("prepared", why))
+            why = "failed"
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
             if work.source:
@@ -204,7 +239,7 @@ class TieredCompression(Middleware):
                 )
         # Archived before the rewrite is persisted: nothing leaves the state unkept.
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        return self._apply(view, ctx, work, text, fallbacks)
+        return self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -224,10 +259,12 @@ class TieredCompression(Middleware):
         for messages, reason in work.removals():
             await self.archive.aput(thread, messages, reason=reason, namespace=namespace)
 
-    def _decide(self, view: View, ctx: CallContext) -> _Work | None:
+    def _decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> _Work | None:
+        """The compression this call needs (``None``: none). ``ahead``: the one the
+        call crossing the red line will need, planned now (records nothing)."""
         report = ctx.measured()
         messages: list[BaseMessage] = list(view.get("messages") or ())
-        urgent = report.zone == "red" or "messages" in report.over
+        urgent = ahead or report.zone == "red" or "messages" in report.over
         if not urgent and report.zone != "yellow":
             return None
         calibration = max(report.calibration, 1e-6)
@@ -241,6 +278,8 @@ class TieredCompression(Middleware):
         low, high = self.summary_tokens
         cap = max(low, min(high, int(self.max_summary_share * ctx.budget.messages / calibration)))
         used = int(report.used.get("messages", 0) / calibration)
+        if ahead:  # as if at the red line, and a turn's worth past it
+            used = max(used, line) + int(self.prepare_headroom * line)
         plan = plan_compression(
             messages,
             count,
@@ -272,7 +311,8 @@ class TieredCompression(Middleware):
         kept -= sum(count(m) - size for m, size in compact)
         if not plan.compress:
             if not compact:
-                self._unreachable(plan, ctx, "nothing left to compress")
+                if not ahead:
+                    self._unreachable(plan, ctx, "nothing left to compress")
                 return None
             return _Work(plan, [], 0, meta=False, compact=compact)
         # What the summaries may take and still meet the goal, within their cap.
@@ -281,7 +321,7 @@ class TieredCompression(Middleware):
             # The target is out of reach whatever the summary's size: then at least
             # stay under the red line, and let the summary have what is left there.
             room = min(cap, line - pinned - kept - 1)
-        if pinned + kept + low > goal and plan.protected == len(plan.keep):
+        if not ahead and pinned + kept + low > goal and plan.protected == len(plan.keep):
             # Even the smallest summary leaves the history above the target: with
             # pinned content this large, compression will run on every call.
             self._unreachable(
@@ -311,7 +351,14 @@ class TieredCompression(Middleware):
         )
 
     def _apply(
-        self, view: View, ctx: CallContext, work: _Work, text: str | None, fallbacks: list[str]
+        self,
+        view: View,
+        ctx: CallContext,
+        work: _Work,
+        text: str | None,
+        fallbacks: list[str],
+        *,
+        path: tuple[str, str] = ("synchronous", "none"),
     ) -> View:
         plan, count = work.plan, ctx.session.cache.count_of
         shrunk = [m for m, _ in work.compact]
@@ -356,6 +403,9 @@ class TieredCompression(Middleware):
                     "entity_retention": round(entity_retention(work.source, text), 4),
                     "meta": work.meta,
                     "utilization_after": round(report.utilization, 4),
+                    # Whether a summary prepared ahead was used, and if not, why not.
+                    "path": path[0],
+                    "prepared": path[1],
                 },
             )
         for reason in fallbacks:
@@ -363,6 +413,92 @@ class TieredCompression(Middleware):
         if report.total > report.prompt_limit:
             self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
         return view.replace(messages=messages)
+
+    def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
+        """In the yellow zone, start summarizing what the next compression removes."""
+        if not self.prepare_ahead or ctx.measured().zone != "yellow":
+            return
+        scratch = ctx.session.scratch
+        pending: _prepare.Prepared | None = scratch.get(_PREPARED)
+        work = self._decide(view, ctx, ahead=True)
+        if pending is not None:
+            tiers = split_tiers(list(view.get("messages") or ()), pin_task=self.pin_task)
+            if pending.fits(tiers.summaries, tiers.rest):
+                if not pending.future.done():
+                    return  # under way; refreshed, if need be, once it is done
+                if work is None or (
+                    len(pending.span) >= len(work.plan.compress) and pending.meta >= work.meta
+                ):
+                    return  # ready, and still covers what the crossing call will need
+            # Overtaken (a message it covers changed) or outgrown (the history grew
+            # past what it covers): made again for the history as it is now.
+            pending.discard()
+            del scratch[_PREPARED]
+        if work is None or not work.source or work.compact:
+            return  # the crossing call must compact kept tool results: nothing to prepare
+        source, max_tokens = list(work.source), work.max_tokens
+        summaries = work.plan.tiers.summaries
+        span = work.plan.compress
+
+        def run() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = self.summarizer.summarize(source, max_tokens=max_tokens)
+            return text, reasons
+
+        async def arun() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
+            return text, reasons
+
+        scratch[_PREPARED] = _prepare.start(
+            summaries,
+            span,
+            meta=work.meta,
+            max_tokens=max_tokens,
+            run=run,
+            # Only a model does I/O worth a task on the loop; the extractive
+            # summarizer is CPU work, which would stall the loop: a thread.
+            arun=arun if isinstance(self.summarizer, ChatModelSummarizer) else None,
+        )
+
+    def _take_prepared(
+        self, work: _Work, ctx: CallContext
+    ) -> tuple[tuple[_Work, _prepare.Prepared] | None, str]:
+        """The compression prepared ahead, as work to apply with its summary, if it is
+        still right for this history (ready, or under way and waitable); else
+        ``None``, and why not."""
+        pending: _prepare.Prepared | None = ctx.session.scratch.pop(_PREPARED, None)
+        if pending is None:
+            return None, "none"
+        plan = work.plan
+        tiers = plan.tiers
+        # The synchronous plan keeps len(plan.keep) messages; the protected window
+        # is the tail of them, which a prepared span must not reach into.
+        compressible = len(tiers.rest) - plan.protected
+        n = len(pending.span)
+        why = ""
+        if pending.future.done() and pending.outcome() is None:
+            why = "failed"
+        elif not pending.waitable():
+            why = "not_ready"
+        elif not pending.fits(tiers.summaries, tiers.rest):
+            why = "overtaken"  # never applied stale
+        elif work.compact:
+            why = "compaction"  # this call must also shrink kept tool results
+        elif n < len(plan.compress) or n > compressible:
+            why = "span_mismatch"  # it would free too little, or touch the protected turns
+        elif work.meta and not pending.meta:
+            why = "needs_consolidation"
+        if why:
+            pending.discard()
+            return None, why
+        rest = tiers.rest
+        summaries = tiers.summaries
+        source = [*summaries, *rest[:n]] if pending.meta else list(rest[:n])
+        ahead = _Work(
+            _replace_plan(plan, rest[:n], rest[n:]), source, pending.max_tokens, meta=pending.meta
+        )
+        return (ahead, pending), "ready"
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -421,6 +557,14 @@ class _Work:
         if self.compact:
             out.append(([m for m, _ in self.compact], "compacted"))
         return [(messages, reason) for messages, reason in out if messages]
+
+
+_PREPARED = "compression_prepared"
+"""The session scratch key of the compression prepared ahead (memory only)."""
+
+
+def _replace_plan(plan: Plan, compress: list[BaseMessage], keep: list[BaseMessage]) -> Plan:
+    return dataclasses.replace(plan, compress=compress, keep=keep)
 
 
 def _compactions(
