@@ -15,8 +15,7 @@ Three measurements, each side by side in one process:
    beside wall time.
 2. RSS per idle session: 20 threads of 2,000 messages through one attached
    pipeline vs the same graph without it, each in a fresh subprocess.
-3. the call that crosses the red line, with and without background preparation
-   (``crossing``; see ``crossing_latency``).
+The latency of the call that crosses the red line is ``hot_path_crossing.py``.
 
 Run from the repo root: ``python benchmarks/hot_path.py [--quick] [--no-pg]``.
 """
@@ -33,7 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -114,7 +113,17 @@ def _pipeline(recall: bool) -> TimedPipeline:
     layers: list[Any] = [PreflightCheck(), TieredCompression(), ToolEviction(registry)]
     if recall:
         bank = MemoryBank()
-        words = "invoice refund flight booking deploy server budget customer ledger".split()
+        words = [
+            "invoice",
+            "refund",
+            "flight",
+            "booking",
+            "deploy",
+            "server",
+            "budget",
+            "customer",
+            "ledger",
+        ]
         for i in range(MEMORIES):
             text = f"memory {i}: the {words[i % len(words)]} note number {i * 7919 % 10007}"
             bank.remember(("alice",), text)
@@ -321,7 +330,7 @@ def rss_section(threads: int, size: int) -> list[str]:
                     "with the pipeline",
                     f"{out[True]['rss'] / 1e6:.1f}",
                     f"{out[True]['cache'] / 1e3:.1f} KB",
-                ],  # fmt: skip
+                ],
             ],
         ),
         "",
@@ -344,7 +353,7 @@ def main() -> None:
     ap.add_argument("--rss-child", default=None)
     ap.add_argument("--threads", type=int, default=20)
     ap.add_argument("--size", type=int, default=2_000)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: cost,rss,crossing")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: cost,rss")
     args = ap.parse_args()
     if args.rss_child is not None:
         rss_child(args.rss_child == "1", args.threads, args.size)
@@ -379,9 +388,10 @@ def main() -> None:
             "Medians over "
             + ", ".join(f"{turns[s]} turns at {s:,}" for s in sizes)
             + " messages. `ours`: PreflightCheck + TieredCompression (not compressing) + "
-            "ToolEviction (60-tool registry, `tools=registry.bound`); `ours + recall` adds MemoryRecall "
-            f"over {MEMORIES:,} memories (lexical, in-memory store). Their own time: the "
-            "wrapped node minus the node inside it, in the node's thread. The peers run "
+            "ToolEviction (60-tool registry, `tools=registry.bound`); `ours + recall` adds "
+            f"MemoryRecall over {MEMORIES:,} memories (lexical, in-memory store). Their own "
+            "time: the wrapped node minus the node inside it (process CPU, so recall's "
+            "timeout thread counts). The peers run "
             "inside a node of their own graph, on the messages the checkpointer just "
             "loaded. The bare step is the whole `invoke` (process CPU)."
             + (f" PostgreSQL up to {args.pg_max:,} messages." if not args.no_pg else ""),
@@ -391,10 +401,6 @@ def main() -> None:
         ]
     if "rss" not in skip:
         lines += ["### Memory per idle session", "", *rss_section(args.threads, args.size), ""]
-    if "crossing" not in skip:
-        from hot_path_crossing import crossing_section
-
-        lines += crossing_section(quick=args.quick)
     minutes = (time.perf_counter() - started) / 60
     lines[len(header("x"))] = lines[len(header("x"))].replace("{minutes}", f"{minutes:.1f}")
     emit("hot_path", lines)
