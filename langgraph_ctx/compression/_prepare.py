@@ -37,8 +37,10 @@ meanwhile the synchronous path still works)."""
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
-Outcome: TypeAlias = tuple[str, list[str]]
-"""A summary's text and the reasons its summarizer fell back, if it did."""
+Outcome: TypeAlias = tuple[str, list[str], float, int]
+"""A summary's text, the reasons its summarizer fell back (if it did), and its
+entity retention and token count: measured in the background too, as they cost
+more than applying the summary."""
 SpanKey: TypeAlias = tuple[tuple[str, int], ...]
 
 

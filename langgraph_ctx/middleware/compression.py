@@ -27,6 +27,7 @@ list, so summaries land in their place), and the node sees the same list.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import dataclasses
@@ -61,6 +62,7 @@ from langgraph_ctx.markers import (
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
@@ -224,11 +226,13 @@ class TieredCompression(Middleware):
                 why = "waited"
                 outcome = yield IOCall(pending.wait, pending.await_)
             if outcome is not None:
-                summary, reasons = outcome
+                summary, reasons, retention, written = outcome
                 yield IOCall(
                     partial(self._archive, ctx, ahead), partial(self._aarchive, ctx, ahead)
                 )
-                return self._apply(view, ctx, ahead, summary, reasons, path=("prepared", why))
+                path = ("prepared", why)
+                measured = (retention, written)
+                return self._apply(view, ctx, ahead, summary, reasons, path=path, measured=measured)
             why = "failed"
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
@@ -359,6 +363,7 @@ class TieredCompression(Middleware):
         fallbacks: list[str],
         *,
         path: tuple[str, str] = ("synchronous", "none"),
+        measured: tuple[float, int] | None = None,
     ) -> View:
         plan, count = work.plan, ctx.session.cache.count_of
         shrunk = [m for m, _ in work.compact]
@@ -389,7 +394,9 @@ class TieredCompression(Middleware):
                 {"ids": ids, "tokens_before": before["compacted"], "tokens_after": after},
             )
         if summary is not None and text is not None:
-            written = ctx.counter.count_text(text)
+            # (Entity retention and size, if not measured already in the background.)
+            written = measured[1] if measured else ctx.counter.count_text(text)
+            retention = measured[0] if measured else entity_retention(work.source, text)
             info = summary_info(summary) or {}
             ctx.record(
                 "compression",
@@ -400,7 +407,7 @@ class TieredCompression(Middleware):
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
                     "ratio": round(before["summarized"] / max(written, 1), 2),
-                    "entity_retention": round(entity_retention(work.source, text), 4),
+                    "entity_retention": round(retention, 4),
                     "meta": work.meta,
                     "utilization_after": round(report.utilization, 4),
                     # Whether a summary prepared ahead was used, and if not, why not.
@@ -440,15 +447,22 @@ class TieredCompression(Middleware):
         summaries = work.plan.tiers.summaries
         span = work.plan.compress
 
+        counter = ctx.counter
+
         def run() -> _prepare.Outcome:
             with _collecting_fallbacks() as reasons:
                 text = self.summarizer.summarize(source, max_tokens=max_tokens)
-            return text, reasons
+            return text, reasons, entity_retention(source, text), counter.count_text(text)
 
         async def arun() -> _prepare.Outcome:
             with _collecting_fallbacks() as reasons:
                 text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
-            return text, reasons
+            # CPU work: in the pool, not on the loop.
+            measure = partial(_measure, source, text, counter)
+            retention, written = await asyncio.get_running_loop().run_in_executor(
+                _prepare.pool(), measure
+            )
+            return text, reasons, retention, written
 
         scratch[_PREPARED] = _prepare.start(
             summaries,
@@ -557,6 +571,10 @@ class _Work:
         if self.compact:
             out.append(([m for m, _ in self.compact], "compacted"))
         return [(messages, reason) for messages, reason in out if messages]
+
+
+def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
+    return entity_retention(source, text), counter.count_text(text)
 
 
 _PREPARED = "compression_prepared"
