@@ -161,8 +161,10 @@ def crossing_section(*, quick: bool) -> list[str]:
         "the node), in ms; a crossing call is one that compressed. `path: why` is the "
         "ledger's account of each crossing: `prepared: ready` applied a summary made "
         "ahead, `prepared: waited` waited for the rest of one under way, `synchronous: "
-        "none` had nothing prepared, `span_mismatch` had one covering too little of what "
-        "the crossing needed (the turn that crossed moved the protected window past it).",
+        "none` had nothing prepared, `prepared: short` applied one covering a turn or two "
+        "less than the synchronous plan would (at least 75% of its tokens), "
+        "`synchronous: span_mismatch` had one covering too little of what the crossing "
+        "needed (the turn that crossed moved the protected window past it).",
         "",
         *table(
             [
@@ -179,7 +181,7 @@ def crossing_section(*, quick: bool) -> list[str]:
             ],
             rows,
             left=4,
-        ),  # fmt: skip
+        ),
         "",
     ]
 

@@ -499,20 +499,33 @@ class TieredCompression(Middleware):
             why = "overtaken"  # never applied stale
         elif work.compact:
             why = "compaction"  # this call must also shrink kept tool results
-        elif n < len(plan.compress) or n > compressible:
-            why = "span_mismatch"  # it would free too little, or touch the protected turns
+        elif n > compressible:
+            why = "span_mismatch"  # it would touch the protected turns
+        elif n < len(plan.compress) and not self._frees_enough(list(tiers.rest[:n]), plan, ctx):
+            why = "span_mismatch"  # it would free too little
         elif work.meta and not pending.meta:
             why = "needs_consolidation"
         if why:
             pending.discard()
             return None, why
+        if n < len(plan.compress):
+            why = "short"
         rest = tiers.rest
         summaries = tiers.summaries
         source = [*summaries, *rest[:n]] if pending.meta else list(rest[:n])
         ahead = _Work(
             _replace_plan(plan, rest[:n], rest[n:]), source, pending.max_tokens, meta=pending.meta
         )
-        return (ahead, pending), "ready"
+        return (ahead, pending), why or "ready"
+
+    def _frees_enough(self, span: list[BaseMessage], plan: Plan, ctx: CallContext) -> bool:
+        # A span a turn or two short of the synchronous plan's (the crossing turn
+        # moved the protected window past it) still takes the history well under
+        # the red line: applied now, the next compression comes a turn or two
+        # sooner, instead of this call waiting for a new summary.
+        count = ctx.session.cache.count_of
+        covered = sum(count(m) for m in span)
+        return covered >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -576,6 +589,10 @@ class _Work:
 def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
     return entity_retention(source, text), counter.count_text(text)
 
+
+SHORT_SPAN_SHARE = 0.75
+"""A prepared span that frees at least this share of what the synchronous plan
+would is applied (``prepared: short``) rather than made again on the call."""
 
 _PREPARED = "compression_prepared"
 """The session scratch key of the compression prepared ahead (memory only)."""
