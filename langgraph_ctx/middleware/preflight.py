@@ -109,6 +109,7 @@ class PreflightCheck(Middleware):
     def _prompt(self, ctx: CallContext) -> int:
         prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
+            _bound(self._prompt_tokens)
             self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
         return self._prompt_tokens[prompt]
 
@@ -116,8 +117,20 @@ class PreflightCheck(Middleware):
         name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", "")
         key = (str(name), id(tool))
         if key not in self._tool_tokens:
+            _bound(self._tool_tokens)
             self._tool_tokens[key] = ctx.counter.count_tool(tool)
         return self._tool_tokens[key]
+
+
+MEMO_SIZE = 1_024
+"""Most prompts and tool schemas whose counts pre-flight keeps (per instance)."""
+
+
+def _bound(memo: dict[Any, int]) -> None:
+    # Shared by every session: a system prompt made per user, or tools built per
+    # call, must not grow it without end. Starting over costs a recount.
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
 
 
 def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:
