@@ -21,6 +21,8 @@ ORDER = [  # (file stem, what it answers, issue)
     ("persistence", "Postgres storage and the cost of archive/event writes", 6),
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
+    ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
+    ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
 ]
 
 
