@@ -93,6 +93,24 @@ class TimedPipeline(Pipeline):
         return ctx
 
 
+def _time_preflight(pipeline: Pipeline) -> list[tuple[float, float]]:
+    """Time ``PreflightCheck.check`` alone inside ``pipeline``."""
+    samples: list[tuple[float, float]] = []
+    mw = next(
+        ly.middleware for ly in pipeline._registered if isinstance(ly.middleware, PreflightCheck)
+    )
+    check = mw.check
+
+    def timed(view: Any, ctx: CallContext) -> Any:
+        cpu, wall = time.process_time(), time.perf_counter()
+        out = check(view, ctx)
+        samples.append((time.process_time() - cpu, time.perf_counter() - wall))
+        return out
+
+    mw.check = timed  # type: ignore[method-assign]
+    return samples
+
+
 def _reply(state: Any) -> dict[str, Any]:
     cpu, wall = time.process_time(), time.perf_counter()
     out = {"messages": [AIMessage("ok", id=str(uuid.uuid4()))]}
@@ -155,6 +173,7 @@ def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str,
     """One size on one checkpointer: every contestant on its own thread, interleaved."""
     history = list(_take(message_stream(seed=size, prefix=f"h{size}-"), size))
     ours, recall, peers = _pipeline(False), _pipeline(True), Peers()
+    preflight = _time_preflight(ours)
     pb = StateGraph(ContextState)
     pb.add_node("call_llm", peers.node)
     pb.add_edge("__start__", "call_llm")
@@ -173,10 +192,11 @@ def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str,
         graph.update_state(configs[name], {"messages": history}, as_node="call_llm")
         graph.invoke({"messages": [HumanMessage("warm up", id=f"w-{name}")]}, configs[name])
     ours.samples.clear()
+    preflight.clear()
     recall.samples.clear()
     for k in peers.samples:
         peers.samples[k].clear()
-    steps: list[tuple[float, float]] = []
+    steps: dict[str, list[tuple[float, float]]] = {name: [] for name in graphs}
     fresh = message_stream(seed=size + 1, prefix=f"n{size}-")
     names = list(graphs)
     for t in range(turns):
@@ -187,10 +207,11 @@ def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str,
             gc.collect()
             cpu, wall = time.process_time(), time.perf_counter()
             graphs[name].invoke({"messages": [message]}, configs[name])
-            if name == "bare":
-                steps.append((time.process_time() - cpu, time.perf_counter() - wall))
+            steps[name].append((time.process_time() - cpu, time.perf_counter() - wall))
     return {
-        "bare step": steps,
+        "bare step": steps["bare"],
+        "step with ours": steps["ours"],
+        "pre-flight": preflight,
         "ours": ours.samples,
         "ours + recall": recall.samples,
         "SummarizationMiddleware": peers.samples["summ"],
@@ -243,10 +264,12 @@ def cost_section(results: dict[tuple[str, int], dict[str, Any]]) -> list[str]:
         step_cpu, step_wall = _med(r["bare step"], 0), _med(r["bare step"], 1)
         approx = _med(r["count_tokens_approximately"], 0)
         for name in (
+            "pre-flight",
             "ours",
             "ours + recall",
             "SummarizationMiddleware",
             "count_tokens_approximately",
+            "step with ours",
         ):
             cpu, wall = _med(r[name], 0), _med(r[name], 1)
             rows.append(
@@ -409,7 +432,11 @@ def main() -> None:
             "time: the wrapped node minus the node inside it (process CPU, so recall's "
             "timeout thread counts). The peers run "
             "inside a node of their own graph, on the messages the checkpointer just "
-            "loaded. The bare step is the whole `invoke` (process CPU)."
+            "loaded. The bare step is the whole `invoke` (process CPU); "
+            "`step with ours` is the whole `invoke` of the graph with `ours`. `ours` includes "
+            "freeing the previous step's message objects, which the token cache of an active "
+            "session holds for its identity fast path (without it, the framework frees them "
+            "at the end of its own step)."
             + (f" PostgreSQL up to {args.pg_max:,} messages." if not args.no_pg else ""),
             "",
             *cost_section({k: results[k] for k in order}),
