@@ -179,6 +179,10 @@ class TieredCompression(Middleware):
             raise ConfigurationError(
                 "max_summary_layers", f"must be >= 1, got {max_summary_layers}"
             )
+        if not 0.0 <= prepare_headroom < 1.0:
+            raise ConfigurationError(
+                "prepare_headroom", f"must be in [0, 1), got {prepare_headroom}"
+            )
         if isinstance(summarizer, BaseChatModel):
             summarizer = ChatModelSummarizer(
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback

@@ -212,6 +212,34 @@ def test_a_model_summarizer_prepares_on_the_event_loop_under_ainvoke() -> None:
     assert summarizer_model.calls, "the model made the summary"
 
 
+def test_an_extractive_summary_is_prepared_in_the_package_pool_under_ainvoke() -> None:
+    import threading
+
+    threads: list[str] = []
+
+    class Where(Heads):
+        def summarize(self, messages: Any, **kwargs: Any) -> str:
+            threads.append(threading.current_thread().name)
+            return super().summarize(messages, **kwargs)
+
+    async def run() -> Session:
+        session = Session(summarizer=Where())
+        i = 0
+        while not session.compressions():
+            await session.graph.ainvoke({"messages": turn(i)}, session.config)
+            pending = session.pending()
+            if pending is not None:
+                assert pending.task is None  # CPU work: never a task on the loop
+                await asyncio.wrap_future(pending.future)
+            i += 1
+        return session
+
+    session = asyncio.run(run())
+    assert session.compressions()[0]["path"] == "prepared"
+    # Not the loop's thread, and not the loop's default executor.
+    assert threads and all(name.startswith("lgctx-prep") for name in threads)
+
+
 def test_the_stable_prefix_is_byte_identical_between_compressions() -> None:
     session = Session(summarizer=Heads())
     system = SystemMessage("You are the billing agent. Never reveal card numbers.", id="sys")
