@@ -119,7 +119,7 @@ class TieredCompression(Middleware):
         pin_task: bool = True,
         summarizer_timeout: float | None = 30.0,
         prepare_ahead: bool = True,
-        prepare_headroom: float = 0.05,
+        prepare_headroom: float = 0.0,
         **kwargs: Any,
     ) -> None:
         """
@@ -158,8 +158,12 @@ class TieredCompression(Middleware):
                 the package's small pool), so that crossing the red line does not
                 wait for the summarizer.
             prepare_headroom: the span prepared ahead is planned for messages
-                this share of the red line above it, so that the turn that
-                crosses the line is covered too.
+                this share of the red line above it. Default 0: planned for the
+                red line itself, so it compresses what the synchronous path
+                would, less the turn that crosses the line (a span short by
+                that much is still applied: ``prepared: short``). A larger
+                headroom covers that turn too, but compresses more than the
+                synchronous path would.
         """
         super().__init__(**kwargs)
         _check_share("target_utilization", target_utilization)
@@ -286,7 +290,7 @@ class TieredCompression(Middleware):
         low, high = self.summary_tokens
         cap = max(low, min(high, int(self.max_summary_share * ctx.budget.messages / calibration)))
         used = int(report.used.get("messages", 0) / calibration)
-        if ahead:  # as if at the red line, and a turn's worth past it
+        if ahead:  # as if at the red line (plus any headroom)
             used = max(used, line) + int(self.prepare_headroom * line)
         plan = plan_compression(
             messages,
