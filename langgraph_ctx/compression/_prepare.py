@@ -149,14 +149,17 @@ def start(
     future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
     assert arun is not None
+    return Prepared(*keys, meta, max_tokens, future, loop.create_task(_settle(future, arun)))
 
-    async def work() -> None:
-        try:
-            future.set_result(await arun())
-        except BaseException as exc:  # cancelled with its loop, or the summarizer failed
-            if not future.done():
-                future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
 
-    return Prepared(*keys, meta, max_tokens, future, loop.create_task(work()))
+async def _settle(
+    future: concurrent.futures.Future[Outcome], arun: Callable[[], Awaitable[Outcome]]
+) -> None:
+    """Run ``arun`` and put its outcome in ``future``, which any thread can wait on."""
+    try:
+        future.set_result(await arun())
+    except BaseException as exc:  # cancelled with its loop, or the summarizer failed
+        if not future.done():
+            future.set_exception(exc)
+        if not isinstance(exc, Exception):
+            raise
