@@ -43,7 +43,6 @@ from langgraph_ctx.testing import ScriptedChatModel
 
 WINDOW = 32_000
 TURNS, QUICK_TURNS = 60, 30
-SMOKE = 0
 SUMMARIZER_SECONDS = 2.0
 
 
