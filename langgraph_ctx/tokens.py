@@ -281,6 +281,19 @@ class MessageTokenCache:
             self._by_key = None
             self._counts()
 
+    def nbytes(self) -> int:
+        """Bytes this cache holds itself (arrays, object list and count map; not the
+        message objects it refers to while active, which the caller's state owns)."""
+        import sys
+
+        size = self._keys.buffer_info()[1] * self._keys.itemsize
+        size += self._running.buffer_info()[1] * self._running.itemsize
+        if self._seen:
+            size += sys.getsizeof(self._seen)
+        if self._by_key is not None:
+            size += sys.getsizeof(self._by_key)
+        return size
+
     def release(self) -> None:
         """Go idle: drop the message objects and the count map, keep keys and totals."""
         self._seen = []

@@ -6,7 +6,12 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   before the call, until the messages take ``target_utilization`` of the room
   they have under the red line (well under it, so the next compression is
   dozens of turns away, not the next call);
-- yellow zone: record the candidates (advisory), once per new boundary;
+- yellow zone: record the candidates (advisory), once per new boundary, and
+  prepare the next compression in the background (``prepare_ahead``): the
+  summary of the span crossing the red line will remove, made while the node
+  waits on its model or tools. The call that crosses the red line applies it if
+  it is ready and still describes the history, else compresses synchronously;
+  the ledger's ``compression`` event says which (``path``);
 - if the turns it keeps verbatim are too large even then (a few tool-heavy
   turns can outgrow a small budget), compact their large tool results in
   place, oldest first: same message, same tool call id, an extractive digest
@@ -27,8 +32,10 @@ list, so summaries land in their place), and the node sees the same list.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import math
 from collections.abc import Callable, Iterator
@@ -42,6 +49,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.compression import _prepare
 from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
@@ -120,6 +128,8 @@ class TieredCompression(Middleware):
         max_summary_share: float = 0.5,
         pin_task: bool = True,
         summarizer_timeout: float | None = 30.0,
+        prepare_ahead: bool = True,
+        prepare_headroom: float = 0.0,
         **kwargs: Any,
     ) -> None:
         """
@@ -152,6 +162,18 @@ class TieredCompression(Middleware):
                 under the target), so summaries never grow to fill the budget.
             pin_task: keep the session's first user message verbatim.
             summarizer_timeout: for a chat-model summarizer, seconds.
+            prepare_ahead: in the yellow zone, summarize the span the next
+                compression will remove in the background (a task on the running
+                loop for a model summarizer under ``ainvoke``, else a thread of
+                the package's small pool), so that crossing the red line does not
+                wait for the summarizer.
+            prepare_headroom: the span prepared ahead is planned for messages
+                this share of the red line above it. Default 0: planned for the
+                red line itself, so it compresses what the synchronous path
+                would, less the turn that crosses the line (a span short by
+                that much is still applied: ``prepared: short``). A larger
+                headroom covers that turn too, but compresses more than the
+                synchronous path would.
         """
         super().__init__(**kwargs)
         if summarizer is not None and not isinstance(summarizer, BaseChatModel):
@@ -186,6 +208,10 @@ class TieredCompression(Middleware):
             raise ConfigurationError(
                 "max_summary_layers", f"must be >= 1, got {max_summary_layers}"
             )
+        if not 0.0 <= prepare_headroom < 1.0:
+            raise ConfigurationError(
+                "prepare_headroom", f"must be in [0, 1), got {prepare_headroom}"
+            )
         if isinstance(summarizer, BaseChatModel):
             summarizer = ChatModelSummarizer(
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback
@@ -201,6 +227,8 @@ class TieredCompression(Middleware):
         self.max_summary_layers = max_summary_layers
         self.max_summary_share = max_summary_share
         self.pin_task = pin_task
+        self.prepare_ahead = prepare_ahead
+        self.prepare_headroom = prepare_headroom
 
     def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
         channel = builder.channels.get("messages")
@@ -220,7 +248,26 @@ class TieredCompression(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
+            self._prepare_ahead(view, ctx)
             return (yield from self._ceiling(view, ctx))
+        ready, why = self._take_prepared(work, ctx)
+        if ready is not None:
+            ahead, pending = ready
+            outcome = pending.outcome()
+            if outcome is None:
+                # Under way: waiting for the rest costs less than starting over.
+                why = "waited"
+                outcome = yield IOCall(pending.wait, pending.await_)
+            if outcome is not None:
+                summary, reasons, retention, written = outcome
+                yield IOCall(
+                    partial(self._archive, ctx, ahead), partial(self._aarchive, ctx, ahead)
+                )
+                path = ("prepared", why)
+                measured = (retention, written)
+                view = self._apply(view, ctx, ahead, summary, reasons, path=path, measured=measured)
+                return (yield from self._ceiling(view, ctx))
+            why = "failed"
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
             if work.source:
@@ -230,7 +277,7 @@ class TieredCompression(Middleware):
                 )
         # Archived before the rewrite is persisted: nothing leaves the state unkept.
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        view = self._apply(view, ctx, work, text, fallbacks)
+        view = self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
         return (yield from self._ceiling(view, ctx))
 
     def original(
@@ -251,10 +298,12 @@ class TieredCompression(Middleware):
         for messages, reason in work.removals():
             await self.archive.aput(thread, messages, reason=reason, namespace=namespace)
 
-    def _decide(self, view: View, ctx: CallContext) -> _Work | None:
+    def _decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> _Work | None:
+        """The compression this call needs (``None``: none). ``ahead``: the one the
+        call crossing the red line will need, planned now (records nothing)."""
         report = ctx.measured()
         messages: list[BaseMessage] = list(view.get("messages") or ())
-        urgent = report.zone == "red" or "messages" in report.over
+        urgent = ahead or report.zone == "red" or "messages" in report.over
         if not urgent and report.zone != "yellow":
             return None
         calibration = max(report.calibration, 1e-6)
@@ -268,6 +317,8 @@ class TieredCompression(Middleware):
         low, high = self.summary_tokens
         cap = max(low, min(high, int(self.max_summary_share * ctx.budget.messages / calibration)))
         used = int(report.used.get("messages", 0) / calibration)
+        if ahead:  # as if at the red line (plus any headroom)
+            used = max(used, line) + int(self.prepare_headroom * line)
         plan = plan_compression(
             messages,
             count,
@@ -299,7 +350,8 @@ class TieredCompression(Middleware):
         kept -= sum(count(m) - size for m, size in compact)
         if not plan.compress:
             if not compact:
-                self._unreachable(plan, ctx, "nothing left to compress")
+                if not ahead:
+                    self._unreachable(plan, ctx, "nothing left to compress")
                 return None
             return _Work(plan, [], 0, meta=False, compact=compact)
         # What the summaries may take and still meet the goal, within their cap.
@@ -308,7 +360,7 @@ class TieredCompression(Middleware):
             # The target is out of reach whatever the summary's size: then at least
             # stay under the red line, and let the summary have what is left there.
             room = min(cap, line - pinned - kept - 1)
-        if pinned + kept + low > goal and plan.protected == len(plan.keep):
+        if not ahead and pinned + kept + low > goal and plan.protected == len(plan.keep):
             # Even the smallest summary leaves the history above the target: with
             # pinned content this large, compression will run on every call.
             self._unreachable(
@@ -338,7 +390,15 @@ class TieredCompression(Middleware):
         )
 
     def _apply(
-        self, view: View, ctx: CallContext, work: _Work, text: str | None, fallbacks: list[str]
+        self,
+        view: View,
+        ctx: CallContext,
+        work: _Work,
+        text: str | None,
+        fallbacks: list[str],
+        *,
+        path: tuple[str, str] = ("synchronous", "none"),
+        measured: tuple[float, int] | None = None,
     ) -> View:
         plan, count = work.plan, ctx.session.cache.count_of
         shrunk = [m for m, _ in work.compact]
@@ -369,7 +429,9 @@ class TieredCompression(Middleware):
                 {"ids": ids, "tokens_before": before["compacted"], "tokens_after": after},
             )
         if summary is not None and text is not None:
-            written = ctx.counter.count_text(text)
+            # (Entity retention and size, if not measured already in the background.)
+            written = measured[1] if measured else ctx.counter.count_text(text)
+            retention = measured[0] if measured else entity_retention(work.source, text)
             info = summary_info(summary) or {}
             ctx.record(
                 "compression",
@@ -380,9 +442,12 @@ class TieredCompression(Middleware):
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
                     "ratio": round(before["summarized"] / max(written, 1), 2),
-                    "entity_retention": round(entity_retention(work.source, text), 4),
+                    "entity_retention": round(retention, 4),
                     "meta": work.meta,
                     "utilization_after": round(report.utilization, 4),
+                    # Whether a summary prepared ahead was used, and if not, why not.
+                    "path": path[0],
+                    "prepared": path[1],
                 },
             )
         for reason in fallbacks:
@@ -482,6 +547,112 @@ class TieredCompression(Middleware):
             text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
         return compacted(message, text + marker, tokens), True
 
+    def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
+        """In the yellow zone, start summarizing what the next compression removes."""
+        if not self.prepare_ahead or ctx.measured().zone != "yellow":
+            return
+        scratch = ctx.session.scratch
+        pending: _prepare.Prepared | None = scratch.get(_PREPARED)
+        work = self._decide(view, ctx, ahead=True)
+        if pending is not None:
+            tiers = split_tiers(list(view.get("messages") or ()), pin_task=self.pin_task)
+            if pending.fits(tiers.summaries, tiers.rest):
+                if not pending.future.done():
+                    return  # under way; refreshed, if need be, once it is done
+                if work is None or (
+                    len(pending.span) >= len(work.plan.compress) and pending.meta >= work.meta
+                ):
+                    return  # ready, and still covers what the crossing call will need
+            # Overtaken (a message it covers changed) or outgrown (the history grew
+            # past what it covers): made again for the history as it is now.
+            pending.discard()
+            del scratch[_PREPARED]
+        if work is None or not work.source or work.compact:
+            return  # the crossing call must compact kept tool results: nothing to prepare
+        source, max_tokens = list(work.source), work.max_tokens
+        summaries = work.plan.tiers.summaries
+        span = work.plan.compress
+
+        counter = ctx.counter
+
+        def run() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = self.summarizer.summarize(source, max_tokens=max_tokens)
+            return text, reasons, entity_retention(source, text), counter.count_text(text)
+
+        async def arun() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
+            # CPU work: in the pool, not on the loop.
+            measure = partial(_measure, source, text, counter)
+            retention, written = await asyncio.get_running_loop().run_in_executor(
+                _prepare.pool(), measure
+            )
+            return text, reasons, retention, written
+
+        scratch[_PREPARED] = _prepare.start(
+            summaries,
+            span,
+            meta=work.meta,
+            max_tokens=max_tokens,
+            run=run,
+            # Only a model does I/O worth a task on the loop; the extractive
+            # summarizer is CPU work, which would stall the loop: a thread.
+            arun=arun if isinstance(self.summarizer, ChatModelSummarizer) else None,
+        )
+
+    def _take_prepared(
+        self, work: _Work, ctx: CallContext
+    ) -> tuple[tuple[_Work, _prepare.Prepared] | None, str]:
+        """The compression prepared ahead, as work to apply with its summary, if it is
+        still right for this history (ready, or under way and waitable); else
+        ``None``, and why not."""
+        pending: _prepare.Prepared | None = ctx.session.scratch.pop(_PREPARED, None)
+        if pending is None:
+            return None, "none"
+        plan = work.plan
+        tiers = plan.tiers
+        # The synchronous plan keeps len(plan.keep) messages; the protected window
+        # is the tail of them, which a prepared span must not reach into.
+        compressible = len(tiers.rest) - plan.protected
+        n = len(pending.span)
+        why = ""
+        if pending.future.done() and pending.outcome() is None:
+            why = "failed"
+        elif not pending.waitable():
+            why = "not_ready"
+        elif not pending.fits(tiers.summaries, tiers.rest):
+            why = "overtaken"  # never applied stale
+        elif work.compact:
+            why = "compaction"  # this call must also shrink kept tool results
+        elif n > compressible:
+            why = "span_mismatch"  # it would touch the protected turns
+        elif n < len(plan.compress) and not self._frees_enough(list(tiers.rest[:n]), plan, ctx):
+            why = "span_mismatch"  # it would free too little
+        elif work.meta and not pending.meta:
+            why = "needs_consolidation"
+        if why:
+            pending.discard()
+            return None, why
+        if n < len(plan.compress):
+            why = "short"
+        rest = tiers.rest
+        summaries = tiers.summaries
+        source = [*summaries, *rest[:n]] if pending.meta else list(rest[:n])
+        ahead = _Work(
+            _replace_plan(plan, rest[:n], rest[n:]), source, pending.max_tokens, meta=pending.meta
+        )
+        return (ahead, pending), why or "ready"
+
+    def _frees_enough(self, span: list[BaseMessage], plan: Plan, ctx: CallContext) -> bool:
+        # A span a turn or two short of the synchronous plan's (the crossing turn
+        # moved the protected window past it) still takes the history well under
+        # the red line: applied now, the next compression comes a turn or two
+        # sooner, instead of this call waiting for a new summary.
+        count = ctx.session.cache.count_of
+        covered = sum(count(m) for m in span)
+        return covered >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
+
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
         seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
@@ -539,6 +710,22 @@ class _Work:
         if self.compact:
             out.append(([m for m, _ in self.compact], "compacted"))
         return [(messages, reason) for messages, reason in out if messages]
+
+
+def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
+    return entity_retention(source, text), counter.count_text(text)
+
+
+SHORT_SPAN_SHARE = 0.75
+"""A prepared span that frees at least this share of what the synchronous plan
+would is applied (``prepared: short``) rather than made again on the call."""
+
+_PREPARED = "compression_prepared"
+"""The session scratch key of the compression prepared ahead (memory only)."""
+
+
+def _replace_plan(plan: Plan, compress: list[BaseMessage], keep: list[BaseMessage]) -> Plan:
+    return dataclasses.replace(plan, compress=compress, keep=keep)
 
 
 def _compactions(

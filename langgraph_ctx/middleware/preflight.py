@@ -141,6 +141,7 @@ class PreflightCheck(Middleware):
     def _prompt(self, ctx: CallContext) -> int:
         prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
+            _bound(self._prompt_tokens)
             self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
         return self._prompt_tokens[prompt]
 
@@ -148,6 +149,7 @@ class PreflightCheck(Middleware):
         name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", "")
         key = (str(name), id(tool))
         if key not in self._tool_tokens:
+            _bound(self._tool_tokens)
             self._tool_tokens[key] = ctx.counter.count_tool(tool)
         return self._tool_tokens[key]
 
@@ -162,6 +164,17 @@ def _turn_start(messages: list[BaseMessage], index: int) -> int:
         if messages[i].type == "human":
             return i
     return 0
+
+
+MEMO_SIZE = 1_024
+"""Most prompts and tool schemas whose counts pre-flight keeps (per instance)."""
+
+
+def _bound(memo: dict[Any, int]) -> None:
+    # Shared by every session: a system prompt made per user, or tools built per
+    # call, must not grow it without end. Starting over costs a recount.
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
 
 
 def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:
