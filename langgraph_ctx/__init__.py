@@ -20,10 +20,12 @@ from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
     MemoryRecall,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.placement import place_messages
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -77,6 +79,7 @@ __all__ = [
     "PostgresArchive",
     "PostgresEventSink",
     "PreflightCheck",
+    "ProviderPlacement",
     "SQLiteEventSink",
     "SessionSummary",
     "SummaryObserver",
@@ -103,6 +106,7 @@ __all__ = [
     "migrate",
     "migration_status",
     "pin",
+    "place_messages",
     "rebalance",
     "remember_tool",
     "run_exclusive",
