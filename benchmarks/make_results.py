@@ -21,6 +21,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("persistence", "Postgres storage and the cost of archive/event writes", 6),
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
+    ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
 ]
 
 
