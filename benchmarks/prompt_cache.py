@@ -209,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, help="long-horizon turns (default 1,000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workloads", nargs="+", default=["long", "tau"])
+    parser.add_argument(
+        "--section", default="prompt_cache", help="results/<section>.md to write (one workload)"
+    )
     args = parser.parse_args(argv)
     turns = args.turns or (300 if args.quick else 1_000)
     runner.Recorder = CacheRecorder  # type: ignore[misc]  # every replay measures prefixes
@@ -255,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
     command = "python benchmarks/prompt_cache.py" + (" --quick" if args.quick else "")
     lines += [f"Command: `{command}`.", ""]
-    emit("prompt_cache", lines)
+    emit(args.section, lines)
     return 0
 
 

@@ -76,6 +76,8 @@ class Session:
     """Every model call's messages, the parent's and the sub-agent's, in order."""
     summaries: list[str]
     """The text of every summary the parent's history held."""
+    history: list[BaseMessage]
+    """The parent's history as checkpointed (summaries as marked system messages)."""
 
 
 @functools.cache
@@ -110,4 +112,4 @@ def run_session(placement: Placement = "system") -> Session:
 
     summaries = [summary_body(m) for m in history if is_summary(m)]
     calls = [c.messages for c in parent.calls] + [c.messages for c in child.calls]
-    return Session(calls, summaries)
+    return Session(calls, summaries, list(history))

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx.markers import RECALL_PREFIX, SUMMARY_PREFIX
 
-from .session import MEMORY, run_session
+from .session import MEMORY, SYSTEM, run_session
 
 Builder = Callable[[list[BaseMessage]], Any]
 
@@ -136,8 +136,10 @@ def test_every_client_accepts_every_call_and_keeps_summary_and_recall(client: st
 
 
 def test_anthropic_refuses_the_history_as_checkpointed() -> None:
-    # Why placement exists: the same session without it.
-    session = run_session("none")
+    # Why placement exists: the system prompt and the history as the checkpoint
+    # holds it, summaries in the middle, as a node without placement sends them.
+    session = run_session()
+    assert any(m.type == "system" for m in session.history[1:])
     build = _anthropic()
     with pytest.raises(ValueError, match="multiple non-consecutive system messages"):
-        _payloads(build, session.calls)
+        _payloads(build, [[SystemMessage(SYSTEM), *session.history]])
