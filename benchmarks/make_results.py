@@ -25,6 +25,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
     ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
+    ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
 ]
 
 

@@ -21,10 +21,12 @@ from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.placement import place_messages
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -79,6 +81,7 @@ __all__ = [
     "PostgresArchive",
     "PostgresEventSink",
     "PreflightCheck",
+    "ProviderPlacement",
     "SQLiteEventSink",
     "SessionSummary",
     "SummaryObserver",
@@ -105,6 +108,7 @@ __all__ = [
     "migrate",
     "migration_status",
     "pin",
+    "place_messages",
     "rebalance",
     "remember_tool",
     "run_exclusive",

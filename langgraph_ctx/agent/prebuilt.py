@@ -7,7 +7,9 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place. Without thinking
+AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+runs innermost on both model nodes, so every major chat client accepts the
+prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
 """
 
@@ -40,10 +42,12 @@ from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.placement import Placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
@@ -93,6 +97,12 @@ class AgentOptions(TypedDict, total=False):
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
     or a middleware instance of your own, in compression's place."""
+    placement: Placement
+    """``"system"``: summaries merged into the leading system message for each
+    call; ``"pair"``: each a user/assistant pair where it is; ``"none"``: the
+    prompt as the history has it (not every provider accepts it). Recall, the
+    thought and the thinking instructions go into the last user message
+    (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     state_schema: type[Any]
     """``ContextState``, or a TypedDict extending it."""
 
@@ -183,7 +193,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
             MemoryRecall(memory, nodes=["call_llm"]),
             SummaryObserver(memory, nodes=llm_nodes),
         ]
-    return found
+    return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
 STRATEGIES = ("tiered", "adacom")
@@ -219,7 +229,12 @@ def _graph(
     builder.add_conditional_edges("call_llm", tools_condition, {"tools": "tools", END: END})
     if options.get("think", True):
         settings = options.get("think_settings") or ThinkSettings()
-        builder.add_node("think", think_node(options.get("think_model") or model, settings))
+        think = think_node(
+            options.get("think_model") or model,
+            settings,
+            system_prompt=options.get("system_prompt"),
+        )
+        builder.add_node("think", think)
         builder.add_edge(START, "think")
         builder.add_conditional_edges(
             "think", route_after_think(settings), ["think", "fetch_tools"]
