@@ -24,6 +24,7 @@ from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.migrations import load_migrations, migrate, migration_status
 
 ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = tuple(m.version for m in load_migrations("postgres"))
 
 
 def rows(url: str, sql: str) -> list[tuple[object, ...]]:
@@ -54,6 +55,8 @@ def test_shipped_migrations_pair_up_across_dialects() -> None:
         == [
             "0001_archive",
             "0002_events",
+            "0003_archive_search",
+            "0004_memory_index",
         ]
     )
     assert all(len(m.checksum) == 64 for m in postgres + sqlite)
@@ -83,7 +86,7 @@ def test_a_failing_migration_leaves_no_trace_and_keeps_earlier_ones(
 
 def test_idempotent_and_runs_langgraph_setup(postgres_db: str) -> None:
     first = migrate(postgres_db)
-    assert first.applied_now == (1, 2)
+    assert first.applied_now == SHIPPED
     again = migrate(postgres_db)
     assert again.applied_now == () and again.up_to_date
     assert "up to date" in again.langgraph
@@ -106,7 +109,7 @@ def test_idempotent_and_runs_langgraph_setup(postgres_db: str) -> None:
 
 def test_status_reports_pending_then_applied(postgres_db: str) -> None:
     before = migration_status(postgres_db)
-    assert [m.state for m in before.migrations] == ["pending", "pending"]
+    assert [m.state for m in before.migrations] == ["pending"] * len(SHIPPED)
     assert not before.up_to_date and "not set up" in before.langgraph
     migrate(postgres_db)
     after = migration_status(postgres_db)
@@ -126,8 +129,10 @@ def test_concurrent_first_start_applies_each_migration_once(postgres_db: str) ->
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(start, range(8)))
     # Each migration applied exactly once, whichever threads applied them.
-    assert sorted(v for applied in results for v in applied) == [1, 2]
-    assert rows(postgres_db, "SELECT version FROM lgctx_schema_versions ORDER BY 1") == [(1,), (2,)]
+    assert sorted(v for applied in results for v in applied) == list(SHIPPED)
+    assert rows(postgres_db, "SELECT version FROM lgctx_schema_versions ORDER BY 1") == [
+        (v,) for v in SHIPPED
+    ]
     known = len(PostgresSaver.MIGRATIONS)
     assert rows(postgres_db, "SELECT count(*) FROM checkpoint_migrations") == [(known,)]
 
@@ -139,7 +144,7 @@ def test_refuses_when_an_applied_migration_changed(postgres_db: str) -> None:
     with pytest.raises(ConfigurationError, match=r"0002_events.*checksum f00d.*append-only"):
         migrate(postgres_db)
     status = migration_status(postgres_db)
-    assert [m.state for m in status.migrations] == ["applied", "changed"]
+    assert [m.state for m in status.migrations][:2] == ["applied", "changed"]
 
 
 def test_refuses_when_an_applied_file_is_edited(postgres_db: str, tmp_path: Path) -> None:
@@ -187,7 +192,7 @@ def test_sqlite_gets_the_same_tables_concurrently(tmp_path: Path) -> None:
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(start, range(8)))
     # Each migration applied exactly once, whichever threads applied them.
-    assert sorted(v for applied in results for v in applied) == [1, 2]
+    assert sorted(v for applied in results for v in applied) == list(SHIPPED)
     status = migration_status(url)
     assert status.up_to_date and status.langgraph == "checkpoint tables present"
     with closing(sqlite3.connect(tmp_path / "nested" / "s.sqlite")) as conn:
@@ -277,4 +282,6 @@ def test_migrate_from_an_installed_wheel(
         )
         assert done.returncode == code, done.stdout + done.stderr
     assert "0002_events" in done.stdout and "applied" in done.stdout
-    assert rows(postgres_db, "SELECT version FROM lgctx_schema_versions ORDER BY 1") == [(1,), (2,)]
+    assert rows(postgres_db, "SELECT version FROM lgctx_schema_versions ORDER BY 1") == [
+        (v,) for v in SHIPPED
+    ]

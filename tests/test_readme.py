@@ -38,7 +38,14 @@ def test_the_readme_has_python_blocks() -> None:
 def test_readme_block_runs_as_written(
     where: str, code: str, tmp_path: Path, postgres_db: str
 ) -> None:
-    env = {**os.environ, "DATABASE_URL": postgres_db, "LANGGRAPH_CTX_HOME": str(tmp_path)}
+    # This checkout's package, whatever is installed (as tests/test_examples.py does).
+    path_var = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {
+        **os.environ,
+        "DATABASE_URL": postgres_db,
+        "LANGGRAPH_CTX_HOME": str(tmp_path),
+        "PYTHONPATH": path_var,
+    }
     result = subprocess.run(
         [sys.executable, "-W", "error", "-c", code],
         cwd=tmp_path,

@@ -9,9 +9,9 @@ LAYERS = [
     {"_redact", "_versions"},
     {"urls", "_pgconn"},
     {"_sqlite_migrations", "_pg_migrations"},
-    {"_base", "migrations"},
-    {"archive", "events", "locks"},
-    {"postgres"},
+    {"_base", "migrations", "_fts", "_pgsearch", "hits"},
+    {"archive", "events", "locks", "_pgtable"},
+    {"postgres", "memory_index"},
     {"checkpointers"},
 ]
 

@@ -1,12 +1,15 @@
 """Long-term memory and the text tools that rank it.
 
 ``memory``: :class:`MemoryBank`, four levels of memory in a LangGraph store,
-scoped per user or tenant. ``text``: the package's one text module (words,
-terms, the stop list, the sentence splitter and BM25), used by recall, tool
-search, the topic-change test, the think node, the extractive summarizer and
-entity extraction alike.
+scoped per user or tenant. ``index``: lexical search kept up to date on write
+(:class:`LexicalIndex`, the :class:`TextIndex` protocol, and the MaxScore rounds
+the SQL backends share), used by the memory bank and the archive. ``text``: the
+package's one text module (words, terms, the stop list, the sentence splitter
+and BM25), used by recall, tool search, the topic-change test, the think node,
+the extractive summarizer and entity extraction alike.
 """
 
+from langgraph_ctx.retrieval.index import Doc, LexicalIndex, TextIndex
 from langgraph_ctx.retrieval.memory import (
     Level,
     Memory,
@@ -16,4 +19,14 @@ from langgraph_ctx.retrieval.memory import (
     remember_tool,
 )
 
-__all__ = ["Level", "Memory", "MemoryBank", "MemoryOptions", "SessionSummary", "remember_tool"]
+__all__ = [
+    "Doc",
+    "Level",
+    "LexicalIndex",
+    "Memory",
+    "MemoryBank",
+    "MemoryOptions",
+    "SessionSummary",
+    "TextIndex",
+    "remember_tool",
+]

@@ -6,7 +6,14 @@ They live in any ``langgraph.store.base.BaseStore``: ``InMemoryStore`` by
 default, ``PostgresStore`` (pgvector) in production. A store built with an
 embedding index (``index={"embed": embeddings, "dims": ...}``, any LangChain
 ``Embeddings``) is searched semantically; without one, memories are ranked
-lexically (BM25), offline and with no model.
+lexically (BM25), offline and with no model, through a
+:class:`~langgraph_ctx.retrieval.index.TextIndex` kept up to date by every
+write, so a search costs the query's rare words' postings, whatever the number
+of memories, and ranks every memory of the scope (the newest as well as the
+first). The default index lives in the process, beside the store, shared by
+every bank on that store; it reads a scope's existing memories once, on first
+use. A store that several processes write needs a shared index:
+``storage.PostgresMemoryIndex`` or ``storage.SQLiteMemoryIndex`` (``index=``).
 
 Each scope (a tuple such as ``(tenant_id, user_id)``, read from the run's
 ``config["configurable"]``) has its own namespace, ``("lgctx_memory", *scope)``,
@@ -21,19 +28,23 @@ another's memories, not even a nested one's::
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any, Literal, TypedDict, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
-from langgraph.store.base import BaseStore, Item, SearchItem
+from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 from langgraph.store.memory import InMemoryStore
 from typing_extensions import Unpack
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.retrieval.text import bm25
+from langgraph_ctx.retrieval import _steps
+from langgraph_ctx.retrieval._shared import ALL, docs_of, shared_index
+from langgraph_ctx.retrieval.index import Doc, TextIndex
 
 Level = Literal["observation", "pattern", "principle", "framework"]
 LEVELS: tuple[Level, ...] = get_args(Level)
@@ -97,8 +108,11 @@ class MemoryBank:
         boosts: per-level multipliers, merged over :data:`DEFAULT_BOOSTS`;
             must be positive and must not decrease from observation to framework.
         candidates: memories a search returns at most (before the token budget).
-        lexical_scan: without an index, memories of a scope ranked per search
-            at most (the store's first ones). Give a large scope an index.
+        index: where lexical search looks (a store without an embedding index):
+            default an in-process :class:`~langgraph_ctx.retrieval.index.LexicalIndex`
+            shared by the banks on this store; give a shared one
+            (``storage.PostgresMemoryIndex``) when several processes write.
+        lexical_scan: deprecated, ignored: lexical search ranks every memory.
     """
 
     def __init__(
@@ -108,7 +122,8 @@ class MemoryBank:
         scope_keys: Sequence[str] = ("user_id",),
         boosts: Mapping[Level, float] | None = None,
         candidates: int = 20,
-        lexical_scan: int = 2_000,
+        index: TextIndex | None = None,
+        lexical_scan: int | None = None,
     ) -> None:
         if isinstance(scope_keys, str) or not scope_keys:
             raise ConfigurationError(
@@ -126,14 +141,28 @@ class MemoryBank:
                 "MemoryBank.boosts",
                 f"must be positive and non-decreasing over {list(LEVELS)}, got {values}",
             )
-        for field, value in (("candidates", candidates), ("lexical_scan", lexical_scan)):
-            if value < 1:
-                raise ConfigurationError(f"MemoryBank.{field}", f"must be >= 1, got {value}")
+        if candidates < 1:
+            raise ConfigurationError("MemoryBank.candidates", f"must be >= 1, got {candidates}")
+        if lexical_scan is not None:
+            warnings.warn(
+                "MemoryBank(lexical_scan=...) is ignored: lexical search ranks every memory"
+                " of a scope through an index",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.store: BaseStore = store if store is not None else InMemoryStore()
         self.scope_keys = tuple(scope_keys)
         self.boosts: Mapping[Level, float] = merged
         self.candidates = candidates
-        self.lexical_scan = lexical_scan
+        if index is not None and self.semantic:
+            raise ConfigurationError(
+                "MemoryBank.index",
+                "this store has an embedding index and ranks memories itself; "
+                "give index= only with a store without one",
+            )
+        self._shared = None if index is not None or self.semantic else shared_index(self.store)
+        self.index: TextIndex | None = self._shared.index if self._shared else index
+        """Where lexical search looks; ``None`` when the store's embedding index ranks."""
 
     @property
     def semantic(self) -> bool:
@@ -152,15 +181,28 @@ class MemoryBank:
 
     def remember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Store a memory (idempotent: the same text and level keep one key)."""
-        memory, value = self._new(scope, text, options)
-        self.store.put(namespace(ROOT, scope), memory.key, value, index=["text"])
+        (memory,) = _steps.run(self._remember(scope, [text], options))
         return memory
 
     async def aremember(self, scope: Scope, text: str, **options: Unpack[MemoryOptions]) -> Memory:
         """Async :meth:`remember`."""
-        memory, value = self._new(scope, text, options)
-        await self.store.aput(namespace(ROOT, scope), memory.key, value, index=["text"])
+        (memory,) = await _steps.arun(self._remember(scope, [text], options))
         return memory
+
+    def remember_many(
+        self, scope: Scope, texts: Iterable[str], **options: Unpack[MemoryOptions]
+    ) -> list[Memory]:
+        """Store many memories of one scope and level in one store batch (imports, seeding).
+
+        Each is what :meth:`remember` would store; ``key`` cannot be given here.
+        """
+        return _steps.run(self._remember(scope, list(texts), options))
+
+    async def aremember_many(
+        self, scope: Scope, texts: Iterable[str], **options: Unpack[MemoryOptions]
+    ) -> list[Memory]:
+        """Async :meth:`remember_many`."""
+        return await _steps.arun(self._remember(scope, list(texts), options))
 
     def finish_session(
         self, scope: Scope, task_key: str, summary: str, *, thread_id: str | None = None
@@ -178,23 +220,26 @@ class MemoryBank:
         """Async :meth:`finish_session`."""
         await self.store.aput(*self._session(scope, task_key, summary, thread_id), index=False)
 
+    def reindex(self, scope: Scope) -> int:
+        """Index every memory the store holds for ``scope`` (how many): for a shared index
+        given to a bank whose store already had memories. Nothing to do otherwise."""
+        _check_scope(scope)
+        if self.index is None:
+            return 0
+        ns = namespace(ROOT, scope)
+        docs = docs_of(ns, self.store.search(ns, limit=ALL))
+        self.index.add(ns, docs)
+        return len(docs)
+
     # -- reading -------------------------------------------------------------
 
     def search(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
         """The scope's memories for ``query``, best ``score`` first."""
-        if not query.strip():
-            return []
-        ns, args = self._search_args(scope, query)
-        items = self.store.search(ns, **args)
-        return self._rank(scope, query, items, limit)
+        return _steps.run(self._search(scope, query, limit))
 
     async def asearch(self, scope: Scope, query: str, *, limit: int | None = None) -> list[Memory]:
         """Async :meth:`search`."""
-        if not query.strip():
-            return []
-        ns, args = self._search_args(scope, query)
-        items = await self.store.asearch(ns, **args)
-        return self._rank(scope, query, items, limit)
+        return await _steps.arun(self._search(scope, query, limit))
 
     def session_summary(self, scope: Scope, task_key: str) -> SessionSummary | None:
         """The last finished session's summary on ``task_key``, if any."""
@@ -206,23 +251,72 @@ class MemoryBank:
         ns = namespace(SESSIONS, scope)
         return _as_summary(await self.store.aget(ns, _digest(task_key)), scope)
 
-    # -- internals -----------------------------------------------------------
+    # -- the steps, written once for sync and async (see _steps) --------------
+
+    def _remember(
+        self, scope: Scope, texts: list[str], options: MemoryOptions
+    ) -> _steps.Steps[list[Memory]]:
+        _check_scope(scope)
+        if len(texts) > 1 and options.get("key") is not None:
+            raise ConfigurationError("key", "remember_many derives each memory's key")
+        now = _now()
+        made = [self._new(scope, text, options, now) for text in texts]
+        ns = namespace(ROOT, scope)
+        if self._shared is not None:
+            yield _steps.in_thread(self._shared.load, ns)  # before the first write: see SharedIndex
+        fields = None if self.index is not None else ["text"]
+        ops = [PutOp(ns, m.key, value, index=fields) for m, value in made]
+        yield partial(self.store.batch, ops), partial(self.store.abatch, ops)
+        if self.index is not None:
+            docs = [Doc(m.key, m.text, m.level) for m, _ in made]
+            yield partial(self.index.add, ns, docs), partial(self.index.aadd, ns, docs)
+        return [m for m, _ in made]
+
+    def _search(self, scope: Scope, query: str, limit: int | None) -> _steps.Steps[list[Memory]]:
+        _check_scope(scope)
+        limit = limit or self.candidates
+        if not query.strip():
+            return []
+        ns = namespace(ROOT, scope)
+        if self.index is None:  # the store's embedding index ranks
+            args: dict[str, Any] = {
+                "filter": {"scope": list(scope)},
+                "query": query,
+                "limit": limit,
+            }
+            items = yield (
+                partial(self.store.search, ns, **args),
+                partial(self.store.asearch, ns, **args),
+            )
+            return self._semantic(scope, items, limit)
+        if self._shared is not None:
+            yield _steps.in_thread(self._shared.load, ns)
+        boosts: dict[str, float] = {str(level): b for level, b in self.boosts.items()}
+        hits: list[tuple[str, float]] = yield (
+            partial(self.index.search, ns, query, limit=limit, weights=boosts),
+            partial(self.index.asearch, ns, query, limit=limit, weights=boosts),
+        )
+        if not hits:
+            return []
+        # The store is the truth: a memory deleted there since it was indexed is skipped.
+        gets = [GetOp(ns, key) for key, _ in hits]
+        items = yield partial(self.store.batch, gets), partial(self.store.abatch, gets)
+        return self._lexical(scope, hits, items)
 
     def _new(
-        self, scope: Scope, text: str, options: MemoryOptions
+        self, scope: Scope, text: str, options: MemoryOptions, now: str
     ) -> tuple[Memory, dict[str, Any]]:
-        _check_scope(scope)
         level = options.get("level", "observation")
         source = options.get("source", "api")
         key = options.get("key")
         if level not in LEVELS:
             raise ConfigurationError("level", f"must be one of {list(LEVELS)}, got {level!r}")
-        if not text.strip():
+        if not isinstance(text, str) or not text.strip():
             raise ConfigurationError("text", "a memory needs some text")
         lvl: Level = level
         memory = Memory(key or _digest(f"{level}\x00{text}"), text, lvl, source, scope)
         value = {"text": text, "level": lvl, "source": source, "scope": list(scope)}
-        return memory, {**value, "created_at": _now()}
+        return memory, {**value, "created_at": now}
 
     def _session(
         self, scope: Scope, task_key: str, summary: str, thread_id: str | None
@@ -232,33 +326,40 @@ class MemoryBank:
         value |= {"scope": list(scope), "created_at": _now()}
         return namespace(SESSIONS, scope), _digest(task_key), value
 
-    def _search_args(self, scope: Scope, query: str) -> tuple[tuple[str, ...], dict[str, Any]]:
-        _check_scope(scope)
-        args: dict[str, Any] = {"filter": {"scope": list(scope)}}
-        if self.semantic:
-            args.update(query=query, limit=self.candidates)
-        else:
-            args.update(limit=self.lexical_scan)
-        return namespace(ROOT, scope), args
-
-    def _rank(
-        self, scope: Scope, query: str, items: Sequence[SearchItem], limit: int | None
-    ) -> list[Memory]:
-        texts = [str(it.value.get("text", "")) for it in items]
-        if self.semantic:
-            relevance = [max(0.0, float(it.score or 0.0)) for it in items]
-        else:
-            relevance = bm25(query, texts)
-        found: list[Memory] = []
-        for item, text, rel in zip(items, texts, relevance, strict=True):
-            level = item.value.get("level")
-            if rel <= 0.0 or level not in LEVELS or item.value.get("scope") != list(scope):
-                continue
-            lvl: Level = level
-            source = str(item.value.get("source", ""))
-            found.append(Memory(item.key, text, lvl, source, scope, rel, rel * self.boosts[lvl]))
+    def _semantic(self, scope: Scope, items: Sequence[SearchItem], limit: int) -> list[Memory]:
+        found = [
+            memory
+            for item in items
+            if (memory := self._memory(scope, item, max(0.0, float(item.score or 0.0))))
+        ]
         found.sort(key=lambda m: m.score, reverse=True)
-        return found[: limit or self.candidates]
+        return found[:limit]
+
+    def _lexical(
+        self, scope: Scope, hits: Sequence[tuple[str, float]], items: Sequence[Item | None]
+    ) -> list[Memory]:
+        # The index ranked by BM25 times the level's boost (the order of ``score``);
+        # relevance is the BM25 alone, scaled so that the best is 1.
+        boosts: dict[Any, float] = dict(self.boosts)
+        bm25 = [
+            score / boosts.get(item.value.get("level"), 1.0) if item is not None else 0.0
+            for (_, score), item in zip(hits, items, strict=True)
+        ]
+        top = max(bm25) or 1.0
+        found = [
+            self._memory(scope, item, score / top)
+            for score, item in zip(bm25, items, strict=True)
+            if item is not None
+        ]
+        return [m for m in found if m is not None]
+
+    def _memory(self, scope: Scope, item: Item, relevance: float) -> Memory | None:
+        level, text = item.value.get("level"), str(item.value.get("text", ""))
+        if relevance <= 0.0 or level not in LEVELS or item.value.get("scope") != list(scope):
+            return None
+        lvl: Level = level
+        source = str(item.value.get("source", ""))
+        return Memory(item.key, text, lvl, source, scope, relevance, relevance * self.boosts[lvl])
 
 
 def remember_tool(bank: MemoryBank, *, name: str = "remember") -> BaseTool:

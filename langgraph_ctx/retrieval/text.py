@@ -111,14 +111,34 @@ def sentence_starts(text: str) -> set[int]:
     return starts
 
 
+K1 = 1.2
+"""BM25's term-frequency saturation: a word's fifth use in a text counts about half as
+much as its first."""
+B = 0.75
+"""BM25's length normalization: a match in a long text counts less than in a short one."""
+
+
+def idf(docs: int, df: int) -> float:
+    """BM25's inverse document frequency of a term found in ``df`` of ``docs`` texts:
+    high for rare terms, never negative (Lucene's form, so a common term still counts)."""
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
+def tf_weight(tf: int, length: int, avg_length: float, *, k1: float = K1, b: float = B) -> float:
+    """BM25's weight of a term used ``tf`` times in a text of ``length`` terms; below
+    ``k1 + 1`` however large ``tf`` is (what lets an index bound a term's contribution)."""
+    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg_length))
+
+
 class BM25:
     """BM25 over a fixed corpus, tokenized once; :meth:`scores` ranks it for a query.
 
     Use it where the corpus outlives one query (the tool registry); :func:`bm25`
-    builds one per call for a corpus that changes (a store's memories).
+    builds one per call for a corpus that changes. A corpus that grows by writes
+    and is searched often belongs in :class:`~langgraph_ctx.retrieval.index.LexicalIndex`.
     """
 
-    def __init__(self, docs: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, docs: Sequence[str], *, k1: float = K1, b: float = B) -> None:
         self.k1, self.b = k1, b
         self._docs = [terms(d) for d in docs]
         total = sum(len(d) for d in self._docs)
@@ -133,16 +153,18 @@ class BM25:
         if not df:
             return [0.0] * len(self._docs)
         n = len(self._docs)
-        idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
-        k1, b, avg = self.k1, self.b, self._avg
-        scores: list[float] = []
-        for tf, doc in zip(hits, self._docs, strict=True):
-            norm = k1 * (1 - b + b * len(doc) / avg)
-            scores.append(sum(idf[t] * c * (k1 + 1) / (c + norm) for t, c in tf.items()))
+        weights = {t: idf(n, c) for t, c in df.items()}
+        scores = [
+            sum(
+                weights[t] * tf_weight(c, len(doc), self._avg, k1=self.k1, b=self.b)
+                for t, c in tf.items()
+            )
+            for tf, doc in zip(hits, self._docs, strict=True)
+        ]
         top = max(scores)
         return [s / top if top > 0 else 0.0 for s in scores]
 
 
-def bm25(query: str, docs: Sequence[str], *, k1: float = 1.2, b: float = 0.75) -> list[float]:
+def bm25(query: str, docs: Sequence[str], *, k1: float = K1, b: float = B) -> list[float]:
     """BM25 of each doc for ``query`` over ``docs`` as the corpus, scaled to a max of 1."""
     return BM25(docs, k1=k1, b=b).scores(query)

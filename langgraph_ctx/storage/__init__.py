@@ -3,12 +3,15 @@
 - ``urls``: parsing database URLs (``_redact`` hides their passwords);
 - ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
   and async, and the archive;
-- ``archive``: the archive of original messages (in memory, SQLite);
+- ``archive``: the archive of original messages (in memory, SQLite), searchable
+  (``hits``: what a search returns and what it indexes);
 - ``events``: the context event log in SQLite;
-- ``postgres``: the archive and event log in PostgreSQL;
+- ``postgres``: the archive and event log in PostgreSQL (``_pgtable`` below it);
+- ``memory_index``: lexical indexes of long-term memories in SQLite and PostgreSQL;
 - ``locks``: one run per thread at a time, across processes;
 - ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it
-  (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it).
+  (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it);
+- ``_fts``, ``_pgsearch``: search over SQLite's and PostgreSQL's full-text indexes.
 
 The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
@@ -17,9 +20,9 @@ there is no import cycle, not even through a function-level import
 1. ``_redact``, ``_versions`` (what a migration is);
 2. ``urls``, ``_pgconn`` (PostgreSQL connections);
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
-4. ``_base`` (what stores share), ``migrations``;
-5. ``archive``, ``events``, ``locks``;
-6. ``postgres``;
+4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``, ``hits``;
+5. ``archive``, ``events``, ``locks``, ``_pgtable``;
+6. ``postgres``, ``memory_index``;
 7. ``checkpointers``.
 
 psycopg is the optional ``postgres`` extra: nothing here imports it until a
@@ -33,19 +36,25 @@ from langgraph_ctx.storage.checkpointers import (
     checkpointer_from_url,
 )
 from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.storage.hits import ArchiveHit, HitKind, searchable_text
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
+from langgraph_ctx.storage.memory_index import PostgresMemoryIndex, SQLiteMemoryIndex
 from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.storage.urls import redact_url
 
 __all__ = [
+    "ArchiveHit",
+    "HitKind",
     "InMemoryArchive",
     "MessageArchive",
     "MigrationStatus",
     "PostgresArchive",
     "PostgresEventSink",
+    "PostgresMemoryIndex",
     "SQLiteArchive",
     "SQLiteEventSink",
+    "SQLiteMemoryIndex",
     "ThreadLock",
     "archive_from_url",
     "arun_exclusive",
@@ -55,4 +64,5 @@ __all__ = [
     "migration_status",
     "redact_url",
     "run_exclusive",
+    "searchable_text",
 ]

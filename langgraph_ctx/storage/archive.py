@@ -12,6 +12,12 @@ retrievable after its summary replaced it. Two properties matter:
 
 ``position`` records the order of archiving within a thread. It only grows, but
 may have gaps (an ignored duplicate does not consume one in memory, may in SQL).
+
+Every archive is also searchable (:meth:`MessageArchive.search`): a question in
+plain words finds the archived originals that answer it, ranked by BM25 over an
+index kept up to date by each write (never a scan of the thread). What is
+indexed of a message is :func:`searchable_text`: its text, its name, the tool
+call id it answers, and the name, id and arguments of each tool call it makes.
 """
 
 from __future__ import annotations
@@ -21,15 +27,33 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.retrieval.index import Doc, LexicalIndex, split_words
+from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage._base import SQLiteTable, in_thread
+from langgraph_ctx.storage.hits import (
+    ArchiveHit,
+    HitKind,
+    build_hits,
+    check_search,
+    searchable_text,
+)
 from langgraph_ctx.tokens import TokenCounter
 
-__all__ = ["InMemoryArchive", "MessageArchive", "SQLiteArchive", "check_batch"]
+__all__ = [
+    "ArchiveHit",
+    "HitKind",
+    "InMemoryArchive",
+    "MessageArchive",
+    "SQLiteArchive",
+    "check_batch",
+    "searchable_text",
+]
 
 
 class MessageArchive(Protocol):
@@ -64,6 +88,24 @@ class MessageArchive(Protocol):
 
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]: ...
 
+    def search(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        """The archived messages of ``thread_id`` (and ``namespace``) that best match ``query``.
+
+        ``query`` is plain words, such as the user's question: its terms (stop
+        words dropped) are OR-ed, and hits are ranked by relevance (BM25 or the
+        engine's equivalent), best first, at most ``limit``. Only this thread's
+        and namespace's messages are ever returned. A query with no terms, or a
+        thread that archived nothing, returns ``[]``; an empty thread id or a
+        ``limit`` below 1 raises :class:`ConfigurationError`.
+        """
+        ...
+
+    async def asearch(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]: ...
+
 
 def check_batch(thread_id: str, messages: Sequence[BaseMessage]) -> None:
     # Validate the whole batch first so a bad message never leaves half a batch written.
@@ -82,40 +124,74 @@ class InMemoryArchive:
     """A process-local archive: the default, and enough for tests and short sessions.
 
     Messages are copied in and out, so later mutation by the caller (pinning,
-    marking) cannot alter what was archived.
+    marking) cannot alter what was archived. Search runs on a
+    :class:`~langgraph_ctx.retrieval.index.LexicalIndex` fed by each ``put``.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._rows: dict[tuple[str, str], dict[str, tuple[int, BaseMessage]]] = {}
+        self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
         self._next: dict[str, int] = {}  # thread -> next position, shared by namespaces
+        self._index = LexicalIndex()
 
     def put(
         self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         check_batch(thread_id, messages)
+        scope = (thread_id, namespace)
+        now = time.time()
         with self._lock:
-            rows = self._rows.setdefault((thread_id, namespace), {})
+            rows = self._rows.setdefault(scope, {})
+            new: builtins.list[Doc] = []
             for message in messages:
                 assert message.id is not None  # checked above
                 if message.id in rows:
                     continue  # idempotent: a retried step re-archives the same ids
                 position = self._next.get(thread_id, 0)
                 self._next[thread_id] = position + 1
-                rows[message.id] = (position, message.model_copy(deep=True))
+                rows[message.id] = _Row(position, message.model_copy(deep=True), now, reason)
+                new.append(Doc(message.id, searchable_text(message)))
+            # Under the archive's lock: a search never sees a row without its index entry.
+            self._index.add(scope, new)
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         with self._lock:
             row = self._rows.get((thread_id, namespace), {}).get(message_id)
-        return None if row is None else row[1].model_copy(deep=True)
+        return None if row is None else row.message.model_copy(deep=True)
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         with self._lock:
             rows = builtins.list(self._rows.get((thread_id, namespace), {}).values())
         # Insertion order is archive order: positions are handed out under the lock.
-        return [m.model_copy(deep=True) for _, m in rows]
+        return [row.message.model_copy(deep=True) for row in rows]
+
+    def search(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        if not check_search(thread_id, query, limit):
+            return []
+        scope = (thread_id, namespace)
+        found = self._index.search(scope, query, limit=limit)
+        with self._lock:
+            rows = self._rows.get(scope, {})
+            kept = [(key, rows[key], score) for key, score in found]
+        return build_hits(
+            [
+                (key, r.position, r.reason, r.archived_at, r.message.model_copy(deep=True), score)
+                for key, r, score in kept
+            ]
+        )
 
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
+    asearch = in_thread(search)
+
+
+@dataclass(frozen=True)
+class _Row:
+    position: int
+    message: BaseMessage
+    archived_at: float
+    reason: str
 
 
 class SQLiteArchive(SQLiteTable):
@@ -186,11 +262,61 @@ class SQLiteArchive(SQLiteTable):
             )
         )
 
+    def search(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        words = split_words(check_search(thread_id, query, limit))
+        if not words:
+            return []
+        scope = _fts.scope_token(thread_id, namespace)
+        with self._lock:
+            # An upper bound of the index's row count (ids only grow): cheaper than count(*).
+            (rows,) = self._conn.execute(
+                "SELECT coalesce(max(id), 0) FROM lgctx_archive"
+            ).fetchone()
+            found, _ = _fts.search(
+                self._conn,
+                vocab="lgctx_archive_vocab",
+                ranked=_RANKED,
+                scope=scope,
+                words=words,
+                rows=rows,
+                limit=limit,
+            )
+            marks = ", ".join("?" * len(found))
+            got = self._conn.execute(
+                # By key; "+" keeps the planner off the (thread, namespace) index, whose
+                # range is the whole thread.
+                "SELECT id, message_id, position, reason, archived_at, content_json"
+                f" FROM lgctx_archive WHERE id IN ({marks})"
+                " AND +thread_id = ? AND +namespace = ?",
+                (*(i for i, _ in found), thread_id, namespace),
+            ).fetchall()
+        by_id = {row[0]: row[1:] for row in got}
+        # The scope token selects the thread; the equality above is the guarantee.
+        kept = [(by_id[i], score) for i, score in found if i in by_id]
+        messages = _decode([(row[4],) for row, _ in kept])
+        return build_hits(
+            [
+                (mid, int(position), reason, float(at), message, score)
+                for ((mid, position, reason, at, _), score), message in zip(
+                    kept, messages, strict=True
+                )
+            ]
+        )
+
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
+    asearch = in_thread(search)
 
     def _query(self, sql: str, params: tuple[str, ...]) -> builtins.list[tuple[str]]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
+
+
+_RANKED = (
+    "SELECT rowid, -rank FROM lgctx_archive_fts WHERE lgctx_archive_fts MATCH :match"
+    " ORDER BY rank LIMIT :limit"
+)
 
 
 def _decode(rows: Sequence[tuple[str]]) -> builtins.list[BaseMessage]:

@@ -6,8 +6,9 @@ Both take a psycopg pool, sync or async, usually the checkpointer's own::
         archive = PostgresArchive(saver.conn)
         events = PostgresEventSink(saver.conn)
 
-or a URL, in which case they open (and own) a small pool. With a sync pool
-the async methods run in a worker thread; with an async pool the sync
+or a URL, in which case they open (and own) a small pool, or one sync
+connection, shared under a lock (see :mod:`~langgraph_ctx.storage._pgtable`).
+With a sync pool the async methods run in a worker thread; with an async pool the sync
 methods run on the pool's event loop from other threads (as LangGraph's
 ``AsyncPostgresSaver`` does) and refuse to run on that loop itself.
 
@@ -19,152 +20,19 @@ psycopg is imported only when one of these is built.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import json
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
-from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.retrieval.index import split_words
 from langgraph_ctx.state import LedgerEntry
-from langgraph_ctx.storage import _pgconn as pgconn
-from langgraph_ctx.storage._base import Closing
+from langgraph_ctx.storage import _pgsearch as pgsearch
+from langgraph_ctx.storage._pgtable import PgTable, jsonb
 from langgraph_ctx.storage.archive import check_batch
-from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.storage.hits import ArchiveHit, build_hits, check_search
 from langgraph_ctx.tokens import TokenCounter
-
-_dumps = partial(json.dumps, default=str)
-
-
-class _PgTable(Closing):
-    """A pool (sync or async) plus the four primitives every table here needs."""
-
-    what = "table"
-
-    def __init__(self, conn: Any, *, max_size: int = 4) -> None:
-        """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, or a URL."""
-        from psycopg_pool import AsyncConnectionPool, ConnectionPool
-
-        self._owned = isinstance(conn, str)
-        if isinstance(conn, str):
-            url, field = self._postgres_url(conn), type(self).__name__
-            conn = pgconn.open_pool(url, max_size=max_size, field=field)
-        self._pool: ConnectionPool[Any] | None = None
-        self._apool: AsyncConnectionPool[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        if isinstance(conn, ConnectionPool):
-            self._pool = conn
-        elif isinstance(conn, AsyncConnectionPool):
-            self._apool = conn
-            try:
-                self._loop = asyncio.get_running_loop()
-            except RuntimeError:
-                self._loop = None  # sync calls need it; async ones do not
-        else:
-            raise ConfigurationError(
-                type(self).__name__,
-                f"expected a psycopg pool or a URL, got {type(conn).__name__}",
-            )
-
-    def _postgres_url(self, url: str) -> str:
-        # Parsed like every other URL: a key=value string or a bad port is refused
-        # here, with the password hidden, before libpq could echo any of it.
-        db = parse_url(url, field=type(self).__name__)
-        if db.kind != "postgres":
-            raise ConfigurationError(
-                type(self).__name__, f"needs a postgresql:// URL, got {db.redacted!r}"
-            )
-        return db.url
-
-    # -- primitives --------------------------------------------------------
-
-    def _write(self, sql: str, params: Sequence[Any]) -> None:
-        self._sync(self._awrite, sql, params, fn=lambda conn: conn.execute(sql, params))
-
-    async def _awrite(self, sql: str, params: Sequence[Any]) -> None:
-        if self._apool is None:
-            await asyncio.to_thread(self._write, sql, params)
-            return
-        try:
-            async with self._apool.connection() as conn:
-                await conn.execute(sql, params)
-        except _errors() as exc:
-            raise self._failed(exc) from exc
-
-    def _read(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
-        result: builtins.list[dict[str, Any]] = self._sync(
-            self._aread, sql, params, fn=lambda conn: _read(conn, sql, params)
-        )
-        return result
-
-    async def _aread(self, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
-        if self._apool is None:
-            return await asyncio.to_thread(self._read, sql, params)
-        from psycopg.rows import dict_row
-
-        try:
-            async with (
-                self._apool.connection() as conn,
-                conn.cursor(row_factory=dict_row) as cur,
-            ):
-                await cur.execute(sql, params)
-                rows: builtins.list[dict[str, Any]] = await cur.fetchall()
-                return rows
-        except _errors() as exc:
-            raise self._failed(exc) from exc
-
-    def _sync(self, afn: Any, *args: Any, fn: Any) -> Any:
-        if self._pool is not None:
-            try:
-                with self._pool.connection() as conn:
-                    return fn(conn)
-            except _errors() as exc:
-                raise self._failed(exc) from exc
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if self._loop is None or running is self._loop:
-            raise ContextRunError(
-                f"{type(self).__name__} has an async pool: call its async methods "
-                "(aput, alist, awrite, ...) from the event loop, or pass a sync pool"
-            )
-        return asyncio.run_coroutine_threadsafe(afn(*args), self._loop).result()
-
-    def _failed(self, exc: BaseException) -> ContextRunError:
-        return ContextRunError(f"{self.what} in PostgreSQL failed: {type(exc).__name__}: {exc}")
-
-    # -- lifecycle -----------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the pool if this object opened it (never a pool you passed in)."""
-        if self._owned and self._pool is not None:
-            self._pool.close()
-
-
-def _read(conn: Any, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
-    from psycopg.rows import dict_row
-
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(sql, params)
-        rows: builtins.list[dict[str, Any]] = cur.fetchall()
-        return rows
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    import psycopg
-
-    return (psycopg.Error,)
-
-
-def _jsonb(value: Any) -> Any:
-    from psycopg.types.json import Jsonb
-
-    return Jsonb(value, dumps=_dumps)
-
 
 # One statement per batch: one round trip and one commit, whatever the batch size.
 # WITH ORDINALITY ... ORDER BY: positions follow the batch's order.
@@ -182,13 +50,20 @@ _GET = (
 _LIST = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
 )
+_ARCHIVE = pgsearch.Table("lgctx_archive", key="message_id", order="d.position")
+_HITS = """
+SELECT message_id, position, reason, extract(epoch FROM archived_at)::float8 AS archived_at,
+       content
+FROM lgctx_archive
+WHERE thread_id = %(thread)s AND namespace = %(ns)s AND message_id = ANY(%(ids)s)
+"""
 _SIZE = (
     "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS tokens FROM lgctx_archive"
     " WHERE thread_id = %s"
 )
 
 
-class PostgresArchive(_PgTable):
+class PostgresArchive(PgTable):
     """A :class:`~langgraph_ctx.storage.archive.MessageArchive` in ``lgctx_archive``."""
 
     what = "archive"
@@ -209,7 +84,7 @@ class PostgresArchive(_PgTable):
             reason,
             [m.id for m in messages],
             [m.type for m in messages],
-            [_jsonb(d) for d in messages_to_dict(messages)],
+            [jsonb(d) for d in messages_to_dict(messages)],
             [self._counter.count_message(m) for m in messages],
         )
 
@@ -241,6 +116,22 @@ class PostgresArchive(_PgTable):
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]:
         return _decode(await self._aread(_LIST, (thread_id, namespace)))
 
+    def search(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        hits: builtins.list[ArchiveHit] = pgsearch.run(
+            _search(thread_id, query, limit, namespace), self._read
+        )
+        return hits
+
+    async def asearch(
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+    ) -> builtins.list[ArchiveHit]:
+        hits: builtins.list[ArchiveHit] = await pgsearch.arun(
+            _search(thread_id, query, limit, namespace), self._aread
+        )
+        return hits
+
     def size(self, thread_id: str) -> tuple[int, int]:
         """(rows, tokens) archived for ``thread_id``, all namespaces."""
         row = self._read(_SIZE, (thread_id,))[0]
@@ -249,6 +140,28 @@ class PostgresArchive(_PgTable):
 
 def _decode(rows: Sequence[dict[str, Any]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([r["content"] for r in rows])
+
+
+def _search(thread_id: str, query: str, limit: int, namespace: str) -> pgsearch.Steps:
+    words = split_words(check_search(thread_id, query, limit))
+    if not words:
+        return []
+    params = {"thread": thread_id, "ns": namespace}
+    scope = pgsearch.scope_lexeme("a", thread_id, namespace)
+    found = yield from pgsearch.search(_ARCHIVE, scope=scope, words=words, limit=limit)
+    if not found:
+        return []
+    rows = yield _HITS, {**params, "ids": [key for key, _ in found]}
+    # The scope lexeme selects the thread; the equality in _HITS is the guarantee.
+    by_id = {r["message_id"]: r for r in rows}
+    kept = [(by_id[key], score) for key, score in found if key in by_id]
+    messages = _decode([r for r, _ in kept])
+    return build_hits(
+        [
+            (r["message_id"], int(r["position"]), r["reason"], float(r["archived_at"]), m, score)
+            for (r, score), m in zip(kept, messages, strict=True)
+        ]
+    )
 
 
 _EVENT = """
@@ -264,7 +177,7 @@ _EVENTS = (
 )
 
 
-class PostgresEventSink(_PgTable):
+class PostgresEventSink(PgTable):
     """An :class:`~langgraph_ctx.pipeline.EventSink` into ``lgctx_events``."""
 
     what = "event log"
@@ -295,7 +208,7 @@ def _event_params(
         [e["kind"] for e in entries],
         [e["node"] for e in entries],
         [float(e["ts"]) for e in entries],
-        [_jsonb(e["data"]) for e in entries],
+        [jsonb(e["data"]) for e in entries],
     )
 
 

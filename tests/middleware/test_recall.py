@@ -298,19 +298,21 @@ def test_level_boost_puts_a_slightly_less_relevant_principle_first() -> None:
 
 
 class SlowStore(InMemoryStore):
+    """Slow to read (a lexical search reads the memories its index found by key)."""
+
     def __init__(self, delay: float) -> None:
         super().__init__()
         self.delay = delay
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if any(type(op).__name__ == "SearchOp" for op in ops):
+        if any(type(op).__name__ in ("SearchOp", "GetOp") for op in ops):
             time.sleep(self.delay)
         return super().batch(ops)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if any(type(op).__name__ == "SearchOp" for op in ops):
+        if any(type(op).__name__ in ("SearchOp", "GetOp") for op in ops):
             await asyncio.sleep(self.delay)
         return await super().abatch(ops)
 

@@ -1,0 +1,278 @@
+"""Lexical search that never scans: an inverted index kept up to date on every write.
+
+Three engines share one idea. A query is a natural-language question: its
+:func:`query_terms` (stop words dropped) are OR-ed, and texts are ranked by
+BM25. Ranking every text that shares a word with the question would be a scan
+in disguise (a common word is in most texts), so all three use MaxScore: a
+term can add at most ``idf * (k1 + 1)`` to a text's score, so once the k-th
+best score found exceeds what the remaining (common) terms could add together,
+texts holding only those terms cannot reach the top k and are never scored.
+The result is the exact top k, at a cost that follows the rare terms' postings.
+
+- :class:`LexicalIndex`: in process, for the in-memory archive and memory bank.
+- :class:`~langgraph_ctx.retrieval.maxscore.MaxScorePlan`: the rounds of the same
+  algorithm for an engine that can list the texts holding some terms and score
+  them (SQLite FTS5, PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import threading
+from array import array
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol
+
+from langgraph_ctx.retrieval.maxscore import bound, check_limit
+from langgraph_ctx.retrieval.text import K1, B, idf, terms
+
+__all__ = ["Doc", "LexicalIndex", "TextIndex", "query_terms", "split_words"]
+
+MAX_QUERY_TERMS = 64
+"""Terms of a query kept (its first distinct ones): a pasted document is no question."""
+
+
+class Doc(NamedTuple):
+    """One text to index under ``key``; ``group`` selects its weight at search time."""
+
+    key: str
+    text: str
+    group: str = ""
+
+
+class TextIndex(Protocol):
+    """A lexical index of texts by scope, as :class:`~langgraph_ctx.retrieval.memory.MemoryBank`
+    uses it for a store without an embedding index: :class:`LexicalIndex` (in process),
+    ``storage.SQLiteMemoryIndex``, ``storage.PostgresMemoryIndex``. A scope is a store
+    namespace; searches rank by BM25 times the weight of each doc's group."""
+
+    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+        """Index ``docs`` (a key already there takes the new text)."""
+        ...
+
+    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None: ...
+
+    def search(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The best ``(key, score)`` of ``scope`` for ``query``, best first: BM25 (or the
+        engine's) times the weight of the doc's group in ``weights`` (1 if not named)."""
+        ...
+
+    async def asearch(
+        self,
+        scope: tuple[str, ...],
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]: ...
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of ``query`` in order, stop words dropped: what is OR-ed."""
+    return list(dict.fromkeys(terms(query)))[:MAX_QUERY_TERMS]
+
+
+def split_words(words: Iterable[str]) -> list[str]:
+    """Terms as SQL engines' tokenizers cut them: apart at apostrophes ("o'brien" is
+    "o" and "brien" to FTS5 and PostgreSQL alike), distinct, in order."""
+    return list(dict.fromkeys(p for w in words for p in w.split("'") if p))
+
+
+class _Shard:
+    """One scope's index. Doc numbers only grow; a removed doc's length is -1 until
+    :meth:`compact` drops its postings, so posting lists stay sorted by number.
+    A term's document frequency is its postings' length less its removed docs."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.groups: list[str] = []
+        self.lengths = array("q")
+        self.signatures: list[int] = []
+        self.doc_terms: list[tuple[str, ...]] = []
+        self.numbers: dict[str, int] = {}
+        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        self.removed: Counter[str] = Counter()
+        self.live = 0
+        self.tokens = 0
+        self.dead = 0
+
+    def df(self, term: str) -> int:
+        postings = self.postings.get(term)
+        return 0 if postings is None else len(postings[0]) - self.removed[term]
+
+    def add(self, docs: Iterable[Doc]) -> None:
+        postings, numbers, lengths = self.postings, self.numbers, self.lengths
+        for doc in docs:
+            signature = hash((doc.text, doc.group))
+            old = numbers.get(doc.key)
+            if old is not None:
+                if self.signatures[old] == signature:
+                    continue  # the same text again: nothing to do
+                self.remove(doc.key)
+            counts = Counter(terms(doc.text))
+            number = len(self.keys)
+            self.keys.append(doc.key)
+            self.groups.append(doc.group)
+            self.signatures.append(signature)
+            self.doc_terms.append(tuple(counts))
+            length = sum(counts.values())
+            lengths.append(length)
+            numbers[doc.key] = number
+            for term, tf in counts.items():
+                entry = postings.get(term)
+                if entry is None:
+                    entry = postings[term] = (array("q"), array("q"))
+                entry[0].append(number)
+                entry[1].append(tf)
+            self.live += 1
+            self.tokens += length
+
+    def remove(self, key: str) -> None:
+        number = self.numbers.pop(key, None)
+        if number is None:
+            return
+        self.removed.update(self.doc_terms[number])
+        self.tokens -= self.lengths[number]
+        self.lengths[number] = -1
+        self.doc_terms[number] = ()
+        self.live -= 1
+        self.dead += 1
+        if self.dead > max(1_000, self.live):
+            self.compact()
+
+    def compact(self) -> None:
+        for term in list(self.removed):
+            docs, tfs = self.postings[term]
+            kept = [(d, f) for d, f in zip(docs, tfs, strict=True) if self.lengths[d] >= 0]
+            if kept:
+                self.postings[term] = (
+                    array("q", [d for d, _ in kept]),
+                    array("q", [f for _, f in kept]),
+                )
+            else:
+                del self.postings[term]
+        self.removed.clear()
+        self.dead = 0
+
+    def search(
+        self, query: Sequence[str], limit: int, weights: Mapping[str, float]
+    ) -> list[tuple[str, float]]:
+        if not self.live:
+            return []
+        n, avg = self.live, (self.tokens / self.live) or 1.0
+        groups = self.groups
+
+        def weighted(d: int, score: float) -> float:
+            return score * weights.get(groups[d], 1.0) if weights else score
+
+        # Strongest term first; rest[i]: the most terms i.. can add to any doc's score.
+        found = sorted(((idf(n, df), t) for t in query if (df := self.df(t)) > 0), reverse=True)
+        wmax = max([1.0, *weights.values()])
+        rest = [0.0] * (len(found) + 1)
+        for i in range(len(found) - 1, -1, -1):
+            rest[i] = rest[i + 1] + bound(found[i][0], wmax)
+        lengths = self.lengths
+        # BM25's tf weight, inlined: this loop is the whole cost of a search.
+        k1p, base, slope = K1 + 1, K1 * (1 - B), K1 * B / avg
+        acc: dict[int, float] = {}
+        probing = False
+        for i, (term_idf, term) in enumerate(found):
+            docs, tfs = self.postings[term]
+            if not probing and len(acc) >= limit:
+                kth = heapq.nlargest(limit, (weighted(d, s) for d, s in acc.items()))[-1]
+                probing = kth > rest[i]
+            if probing:  # no new doc can reach the top k: only finish the ones found
+                for d in acc:
+                    j = bisect_left(docs, d)
+                    if j < len(docs) and docs[j] == d:
+                        tf = tfs[j]
+                        acc[d] += term_idf * tf * k1p / (tf + base + slope * lengths[d])
+                continue
+            get = acc.get
+            for d, tf in zip(docs, tfs, strict=True):
+                length = lengths[d]
+                if length >= 0:
+                    acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
+        ranked = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-weighted(*kv), kv[0]))
+        return [(self.keys[d], weighted(d, score)) for d, score in ranked]
+
+
+class LexicalIndex:
+    """An in-process inverted index ranked by BM25, partitioned by scope.
+
+    Each scope (any hashable: ``(thread_id, namespace)``, a store namespace) has
+    its own postings and statistics, so a search can only ever return keys added
+    under its own scope. Writes tokenize once (:func:`~langgraph_ctx.retrieval.text.terms`);
+    a search costs the postings of the query's rare terms (see the module doc),
+    not the number of texts. Safe to share between threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shards: dict[Hashable, _Shard] = {}
+
+    def add(self, scope: Hashable, docs: Iterable[Doc]) -> None:
+        """Index ``docs`` under ``scope``. A key already there is replaced when its text
+        or group changed, else left as it is (so a rewrite costs nothing)."""
+        with self._lock:
+            self._shards.setdefault(scope, _Shard()).add(docs)
+
+    async def aadd(self, scope: Hashable, docs: Iterable[Doc]) -> None:
+        """Async :meth:`add` (in-process work, no I/O)."""
+        self.add(scope, docs)
+
+    def remove(self, scope: Hashable, key: str) -> None:
+        """Forget ``key`` in ``scope`` (nothing happens if it is not there)."""
+        with self._lock:
+            shard = self._shards.get(scope)
+            if shard is not None:
+                shard.remove(key)
+
+    def has(self, scope: Hashable) -> bool:
+        """Whether anything was ever added under ``scope``."""
+        with self._lock:
+            return scope in self._shards
+
+    def search(
+        self,
+        scope: Hashable,
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``limit`` best keys of ``scope`` for ``query``, with their scores.
+
+        A score is BM25 times the weight of the doc's group (``weights``, 1 for a
+        group not named); best first, ties to the earlier added. Only docs
+        sharing a term with the query are returned; an empty or stop-word-only
+        query returns nothing.
+        """
+        check_limit(limit)
+        wanted = query_terms(query)
+        with self._lock:
+            shard = self._shards.get(scope)
+            if shard is None or not wanted:
+                return []
+            return shard.search(wanted, limit, weights or {})
+
+    async def asearch(
+        self,
+        scope: Hashable,
+        query: str,
+        *,
+        limit: int = 10,
+        weights: Mapping[str, float] | None = None,
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`search`, in a worker thread: a large scope takes milliseconds."""
+        return await asyncio.to_thread(self.search, scope, query, limit=limit, weights=weights)

@@ -1,0 +1,94 @@
+"""Search over an FTS5 index of the package's (migration 0003): MaxScore rounds on bm25().
+
+An FTS5 query that ORs a question's terms ranks every row holding any of them,
+and most rows hold a common word: ranking is then a scan. FTS5's ``bm25()``
+gives a term at most ``idf * (k1 + 1)`` (k1 = 1.2, as ours), and ``fts5vocab``
+gives each term's document count, so :class:`~langgraph_ctx.retrieval.maxscore.MaxScorePlan` can
+fetch the rows of the rare terms first, and a common term's rows only when its
+bound could still change the top k. Every FTS5 statement pays for counting each
+of its terms' rows (bm25's idf), so the plan is greedy: its first round takes
+every term whose rows fit :data:`BUDGET`, which is usually the only round. A
+round's expression scores a row on every query term while matching only the
+round's own terms::
+
+    scope:"s.." AND (body:("rare1" OR "rare2") NOT body:("done"))
+                AND (body:("common1" OR "common2") OR scope:"s..")
+
+The last clause always matches (the scope token is in every row of the scope),
+so it selects nothing, but it puts the common terms' hits into ``bm25()``.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
+
+BUDGET = 10_000
+"""Rows a search ranks at most, beyond its rarest term's (see MaxScorePlan): about
+15 ms of bm25() on a 2-core machine."""
+MIN_IDF = 1e-6  # what bm25() uses for a term in more than half of all rows
+
+
+def scope_token(*labels: str) -> str:
+    """The token a row of these labels carries in its ``scope`` column (see the view):
+    hex of each label's UTF-8, so distinct scopes never share a token."""
+    return "s" + "g".join(label.encode("utf-8").hex() for label in labels)
+
+
+def fts_idf(rows: int, df: int) -> float:
+    """FTS5's bm25() idf: ``log((N - df + 0.5) / (df + 0.5))``, floored at 1e-6."""
+    value = math.log((rows - df + 0.5) / (df + 0.5))
+    return value if value > 0 else MIN_IDF
+
+
+def _any(words: Sequence[str]) -> str:
+    return "body:(" + " OR ".join(f'"{w}"' for w in words) + ")"
+
+
+def search(
+    conn: sqlite3.Connection,
+    *,
+    vocab: str,
+    ranked: str,
+    scope: str,
+    words: Sequence[str],
+    rows: int,
+    limit: int,
+    weight: float = 1.0,
+    params: Mapping[str, Any] | None = None,
+) -> tuple[list[tuple[int, float]], MaxScorePlan[int]]:
+    """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the plan that ran.
+
+    ``vocab``: the index's ``fts5vocab`` table (type ``col``). ``ranked``: a query
+    taking ``:match`` (the expression), ``:limit`` and ``params``, returning
+    (rowid, score) best first. ``rows``: at least the index's row count (bounds
+    stay bounds when it is too high). ``weight``: the largest factor ``ranked``
+    multiplies a bm25() score by.
+    """
+    marks = ", ".join("?" * len(words))
+    df = dict(
+        conn.execute(
+            f"SELECT term, doc FROM {vocab} WHERE col = 'body' AND term IN ({marks})", words
+        ).fetchall()
+    )
+    present = [w for w in words if df.get(w)]
+    plan: MaxScorePlan[int] = MaxScorePlan(
+        {w: bound(fts_idf(rows, df[w]), weight) for w in present},
+        limit,
+        sizes=df,
+        budget=BUDGET,
+        greedy=True,
+    )
+    token = f'scope:"{scope}"'
+    while (step := plan.next_round()) is not None:
+        new, done = step
+        later = [w for w in present if w not in new and w not in done]
+        match = f"{token} AND ({_any(new)}" + (f" NOT {_any(done)})" if done else ")")
+        if later:
+            match += f" AND ({_any(later)} OR {token})"
+        plan.add(conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}))
+    return plan.best(), plan
