@@ -54,15 +54,18 @@ def scope_lexeme(kind: str, *labels: str) -> str:
     return kind + "".join(hashlib.md5(label.encode("utf-8")).hexdigest() for label in labels)
 
 
+# A primary-key lookup per term (LIMIT 1 keeps the subquery apart): as a plain join,
+# stale statistics let the planner read every term of the scope and filter.
 _STATS = """
 SELECT q.term, coalesce(t.df, 0) AS df, s.docs, s.length
 FROM (SELECT DISTINCT unnest(tsvector_to_array(
         to_tsvector('simple'::regconfig, lgctx_search_words(%(words)s))))) AS q(term)
 JOIN lgctx_search_scopes AS s ON s.scope = %(scope)s
-LEFT JOIN lgctx_search_terms AS t ON t.scope = %(scope)s AND t.term = q.term
+LEFT JOIN LATERAL (
+    SELECT df FROM lgctx_search_terms WHERE scope = %(scope)s AND term = q.term LIMIT 1
+) AS t ON true
 """
 
-# BM25 with tf = 1: idf of each term held, times (k1 + 1) / (1 + k1 * (1 - b + b * len / avg)).
 # The scope is selected by its generated column, which has no index of its own: with
 # stale statistics (a table just filled, not yet analyzed) the planner would otherwise
 # walk the (thread, namespace) index through the whole thread and test every row.

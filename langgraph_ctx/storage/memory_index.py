@@ -111,7 +111,13 @@ class SQLiteMemoryIndex(SQLiteTable):
 
 
 _MEMORY = pgsearch.Table("lgctx_memory_index", key="key", order="d.key", group="d.grp")
-_MEMORY_OWN = "SELECT key FROM lgctx_memory_index WHERE namespace = %(ns)s AND key = ANY(%(keys)s)"
+# A primary-key lookup per key, as the archive's hits (see postgres._HITS).
+_MEMORY_OWN = """
+SELECT m.key FROM unnest(%(keys)s::text[]) AS u(key)
+CROSS JOIN LATERAL (
+    SELECT key FROM lgctx_memory_index WHERE namespace = %(ns)s AND key = u.key LIMIT 1
+) AS m
+"""
 # One statement per batch; a row whose text and level did not change is left alone.
 _MEMORY_PUT = """
 INSERT INTO lgctx_memory_index AS m (namespace, key, grp, body)

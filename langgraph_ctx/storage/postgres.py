@@ -51,11 +51,17 @@ _LIST = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
 )
 _ARCHIVE = pgsearch.Table("lgctx_archive", key="message_id", order="d.position")
+# One primary-key lookup per id (LIMIT 1 keeps the subquery apart). Written as a join,
+# a planner without statistics (a table just filled) reads the thread's whole range.
 _HITS = """
-SELECT message_id, position, reason, extract(epoch FROM archived_at)::float8 AS archived_at,
-       content
-FROM lgctx_archive
-WHERE thread_id = %(thread)s AND namespace = %(ns)s AND message_id = ANY(%(ids)s)
+SELECT a.message_id, a.position, a.reason,
+       extract(epoch FROM a.archived_at)::float8 AS archived_at, a.content
+FROM unnest(%(ids)s::text[]) AS u(id)
+CROSS JOIN LATERAL (
+    SELECT * FROM lgctx_archive
+    WHERE thread_id = %(thread)s AND namespace = %(ns)s AND message_id = u.id
+    LIMIT 1
+) AS a
 """
 _SIZE = (
     "SELECT count(*) AS n, COALESCE(sum(tokens), 0) AS tokens FROM lgctx_archive"
