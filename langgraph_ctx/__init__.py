@@ -18,12 +18,15 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
+    AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.placement import place_messages
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -52,6 +55,7 @@ from langgraph_ctx.tokens import (
 _moved.install()  # old module paths of 0.1, for one release
 
 __all__ = [
+    "AdaptiveContextManager",
     "ArtifactRef",
     "Budget",
     "BudgetExceededError",
@@ -77,6 +81,7 @@ __all__ = [
     "PostgresArchive",
     "PostgresEventSink",
     "PreflightCheck",
+    "ProviderPlacement",
     "SQLiteEventSink",
     "SessionSummary",
     "SummaryObserver",
@@ -103,6 +108,7 @@ __all__ = [
     "migrate",
     "migration_status",
     "pin",
+    "place_messages",
     "rebalance",
     "remember_tool",
     "run_exclusive",

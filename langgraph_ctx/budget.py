@@ -46,6 +46,10 @@ class Zones:
     """At or above this, compression runs before the call proceeds (mandatory)."""
 
     def __post_init__(self) -> None:
+        for name in ("yellow", "red"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigurationError(f"Zones.{name}", f"expected a number, got {value!r}")
         if not 0.0 < self.yellow < self.red <= 1.0:
             bad = "yellow" if not 0.0 < self.yellow < 1.0 else "red"
             raise ConfigurationError(

@@ -65,8 +65,11 @@ class NextCalledTwiceError(ContextRunError):
 class BudgetExceededError(ContextRunError):
     """The prompt cannot be made to fit the window, even after compression.
 
-    Raised only where a caller asked for hard enforcement; the default is to
-    record an event and let the call proceed, never to drop pinned content.
+    Raised by :class:`~langgraph_ctx.TieredCompression` before the model is
+    called, when even with every tool result reduced the prompt stays over
+    :attr:`~langgraph_ctx.Budget.prompt_limit` (pinned or system content too
+    large): a provider would refuse the call, and pinned content is never
+    dropped. It passes through the pipeline unwrapped; nothing is persisted.
     """
 
     def __init__(self, needed: int, available: int, reason: str) -> None:

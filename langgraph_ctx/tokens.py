@@ -232,6 +232,9 @@ class MessageTokenCache:
         self._by_key: dict[int, int] | None = None  # key -> count, while active
         self.counted = 0
         """How many messages have been tokenized (not looked up) so far: a test hook."""
+        self.unchanged = 0
+        """How many leading messages the last :meth:`total` found as the call before left
+        them (same content): what depends only on those need not be looked at again."""
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
         """Tokens of ``messages``, counting only what was not counted before."""
@@ -244,9 +247,11 @@ class MessageTokenCache:
             and messages[n - 1] is self._seen[-1]
             and messages[:n] == self._seen
         ):
+            self.unchanged = n
             return self._extend(messages, n, [message_key(m) for m in messages[n:]])
         keys = [message_key(m) for m in messages]
         keep = _common_prefix(self._keys, keys)
+        self.unchanged = keep
         if keep < len(self._keys):
             self._counts()  # the counts of what is cut off may serve the new tail
             del self._keys[keep:]
@@ -275,6 +280,19 @@ class MessageTokenCache:
         if self._by_key is not None:
             self._by_key = None
             self._counts()
+
+    def nbytes(self) -> int:
+        """Bytes this cache holds itself (arrays, object list and count map; not the
+        message objects it refers to while active, which the caller's state owns)."""
+        import sys
+
+        size = self._keys.buffer_info()[1] * self._keys.itemsize
+        size += self._running.buffer_info()[1] * self._running.itemsize
+        if self._seen:
+            size += sys.getsizeof(self._seen)
+        if self._by_key is not None:
+            size += sys.getsizeof(self._by_key)
+        return size
 
     def release(self) -> None:
         """Go idle: drop the message objects and the count map, keep keys and totals."""

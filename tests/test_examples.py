@@ -63,3 +63,17 @@ def test_retry_example_leaves_no_trace_of_failed_attempts() -> None:
     # One measurement for the attempt that reached the model and answered; none
     # for the failed ones (rolled back); the retries themselves are kept.
     assert outcome["kinds"] == ["retry", "retry", "utilization", "retry", "retry", "retry"]
+
+
+def test_adacom_example_extracts_before_the_agent_reads_and_keeps_originals(
+    tmp_path: Path,
+) -> None:
+    module = runpy.run_path(str(EXAMPLES[0].parent / "adacom_strategy.py"))
+    outcome = module["main"](str(tmp_path))
+    tools = [m for m in outcome["state"]["messages"] if m.type == "tool"]
+    assert len(tools) == 3 and all(len(m.text) < 200 for m in tools)
+    archived = {m.id: m for m in outcome["originals"]}
+    assert all(
+        len(archived[m.additional_kwargs["lgctx"]["edited"]["from"][0]].text) > 5_000 for m in tools
+    )
+    assert "PX-300 $150" in outcome["state"]["messages"][-1].text  # the note carried page 3's lead

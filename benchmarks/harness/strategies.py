@@ -172,6 +172,16 @@ def build_ours_memory(setup: Setup) -> Replay:
     return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
 
 
+def build_adacom(setup: Setup) -> Replay:
+    """AdaCoM with the offline policy (no model) in compression's place: every round,
+    at 0.7 utilization, and for any new tool result over 2,000 tokens."""
+    from langgraph_ctx.middleware import AdaptiveContextManager
+
+    manager = AdaptiveContextManager(every=1, timeout=None)
+    pipeline = TimedPipeline([PreflightCheck(), manager], budget=setup.budget, clock=setup.clock)
+    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+
 def _peer(name: str) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
         from . import peers
@@ -193,6 +203,7 @@ STRATEGIES: dict[str, Strategy] = {
     for s in (
         Strategy("ours", "ours (pre-flight + compression)", build_ours),
         Strategy("ours+memory", "ours + memory recall of past summaries", build_ours_memory),
+        Strategy("adacom", "AdaCoM, offline policy", build_adacom),
         Strategy("none", "no management", build_none),
         Strategy("trim", "trim_messages (last)", _peer("build_trim")),
         Strategy("summarization", "SummarizationMiddleware", _peer("build_summarization")),

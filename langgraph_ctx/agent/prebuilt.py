@@ -6,8 +6,11 @@
 
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
-middleware you pass joins them by priority. Without thinking (``think=False``)
-the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
+middleware you pass joins them by priority. ``strategy="adacom"`` puts the
+AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+runs innermost on both model nodes, so every major chat client accepts the
+prompt. Without thinking
+(``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
 """
 
 from __future__ import annotations
@@ -36,12 +39,15 @@ from langgraph_ctx.agent.nodes import (
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
+    AdaptiveContextManager,
     MemoryRecall,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.placement import Placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
@@ -84,6 +90,19 @@ class AgentOptions(TypedDict, total=False):
     ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
+    strategy: str | Middleware
+    """``"tiered"``: how history is kept in budget. ``"tiered"``: tiered compression
+    (:class:`~langgraph_ctx.middleware.TieredCompression`, with ``summary_model``);
+    ``"adacom"``: an external manager edits the context
+    (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
+    ``summary_model``, else the offline policy; originals go to ``archive``);
+    or a middleware instance of your own, in compression's place."""
+    placement: Placement
+    """``"system"``: summaries merged into the leading system message for each
+    call; ``"pair"``: each a user/assistant pair where it is; ``"none"``: the
+    prompt as the history has it (not every provider accepts it). Recall, the
+    thought and the thinking instructions go into the last user message
+    (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     state_schema: type[Any]
     """``ContextState``, or a TypedDict extending it."""
 
@@ -166,11 +185,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
-        TieredCompression(
-            summarizer=options.get("summary_model"),
-            archive=options.get("archive"),
-            nodes=llm_nodes,
-        ),
+        _strategy(options, llm_nodes),
     ]
     memory = options.get("memory")
     if memory is not None:
@@ -178,7 +193,29 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
             MemoryRecall(memory, nodes=["call_llm"]),
             SummaryObserver(memory, nodes=llm_nodes),
         ]
-    return found
+    return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
+
+
+STRATEGIES = ("tiered", "adacom")
+"""The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
+
+
+def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
+    strategy = options.get("strategy", "tiered")
+    if isinstance(strategy, Middleware):
+        return strategy
+    if strategy == "tiered":
+        return TieredCompression(
+            summarizer=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
+        )
+    if strategy == "adacom":
+        # The agent's own call only: a manager call per thought would double its cost.
+        return AdaptiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    raise ConfigurationError(
+        "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
+    )
 
 
 def _graph(
@@ -192,7 +229,12 @@ def _graph(
     builder.add_conditional_edges("call_llm", tools_condition, {"tools": "tools", END: END})
     if options.get("think", True):
         settings = options.get("think_settings") or ThinkSettings()
-        builder.add_node("think", think_node(options.get("think_model") or model, settings))
+        think = think_node(
+            options.get("think_model") or model,
+            settings,
+            system_prompt=options.get("system_prompt"),
+        )
+        builder.add_node("think", think)
         builder.add_edge(START, "think")
         builder.add_conditional_edges(
             "think", route_after_think(settings), ["think", "fetch_tools"]

@@ -34,6 +34,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
@@ -71,6 +72,24 @@ class SubAgentSpec:
     """Sub-agents it may delegate to in turn."""
 
     def __post_init__(self) -> None:
+        check_str("SubAgentSpec.name", self.name)
+        check_str("SubAgentSpec.kind", self.kind)
+        check_str("SubAgentSpec.description", self.description)
+        check_str("SubAgentSpec.system_prompt", self.system_prompt)
+        check_instance("SubAgentSpec.model", self.model, BaseChatModel, "a LangChain chat model")
+        check_int("SubAgentSpec.max_steps", self.max_steps)
+        if self.budget is not None:
+            check_instance("SubAgentSpec.budget", self.budget, Budget, "a Budget")
+        if isinstance(self.tools, (str, bytes)) or not all(
+            isinstance(t, BaseTool) for t in self.tools
+        ):
+            raise ConfigurationError(
+                "SubAgentSpec.tools", f"expected BaseTools, got {self.tools!r}"
+            )
+        if not all(isinstance(c, SubAgentSpec) for c in self.children):
+            raise ConfigurationError(
+                "SubAgentSpec.children", f"expected SubAgentSpecs, got {self.children!r}"
+            )
         if not self.name.isidentifier():
             raise ConfigurationError(
                 "SubAgentSpec.name", f"must be an identifier, got {self.name!r}"

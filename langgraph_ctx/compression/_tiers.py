@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -56,21 +57,166 @@ def split_tiers(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> Ti
 
 
 def tool_units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    """Each assistant message with tool calls, together with the results answering it."""
-    owner: dict[str, list[BaseMessage]] = {}
-    units: list[list[BaseMessage]] = []
-    for m in messages:
+    """Each assistant message with tool calls, together with the results answering it.
+
+    Pairs by position, not by id string alone (see :func:`pair_results`): some
+    servers reuse one call id (``call_0``) every turn.
+    """
+    pairing = pair_results(messages)
+    units: dict[int, list[BaseMessage]] = {}
+    for i, m in enumerate(messages):
         if isinstance(m, AIMessage) and m.tool_calls:
-            unit: list[BaseMessage] = [m]
-            units.append(unit)
-            for call in m.tool_calls:
-                if call.get("id"):
-                    owner[str(call["id"])] = unit
-    # A second pass, so a result is matched even if it precedes its call.
-    for m in messages:
-        if isinstance(m, ToolMessage) and m.tool_call_id in owner:
-            owner[m.tool_call_id].append(m)
-    return units
+            units[i] = [m]
+    for result, owner in sorted(pairing.owner.items()):
+        units[owner].append(messages[result])
+    return list(units.values())
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Which call each tool result answers, by index in the message list."""
+
+    owner: dict[int, int]
+    """Index of each matched tool result -> index of the assistant message that made the call."""
+    orphans: list[int]
+    """Indexes of tool results that answer no call in their turn."""
+    missing: list[tuple[int, int]]
+    """``(assistant index, call position)`` of every call left without a result."""
+
+
+def pair_results(messages: Sequence[BaseMessage]) -> Pairing:
+    """Match each tool result to the nearest preceding unanswered call with its id
+    in the same turn (a turn ends at the next user message).
+
+    Ids are not unique in the wild: OpenAI-compatible servers and local runtimes
+    may emit ``call_0`` every turn, so a dict keyed by id alone would hand every
+    result to the latest call and split the earlier pairs. A result that comes
+    before its call in the same turn (out of order) is matched to the first
+    such call that follows it.
+    """
+    owner: dict[int, int] = {}
+    orphans: list[int] = []
+    missing: list[tuple[int, int]] = []
+    pending: dict[str, list[tuple[int, int]]] = {}  # id -> unanswered (ai index, call pos)
+    early: dict[str, list[int]] = {}  # id -> results seen before any call with that id
+
+    def close_turn() -> None:
+        for waiting in early.values():
+            orphans.extend(waiting)
+        for calls in pending.values():
+            missing.extend(calls)
+        early.clear()
+        pending.clear()
+
+    for i, m in enumerate(messages):
+        if m.type == "human":
+            close_turn()
+        elif isinstance(m, AIMessage) and m.tool_calls:
+            for pos, call in enumerate(m.tool_calls):
+                key = str(call.get("id") or "")
+                if early.get(key):
+                    owner[early[key].pop(0)] = i
+                else:
+                    pending.setdefault(key, []).append((i, pos))
+        elif isinstance(m, ToolMessage):
+            calls = pending.get(m.tool_call_id)
+            if calls:
+                owner[i] = calls.pop()[0]  # the nearest preceding call
+            else:
+                early.setdefault(m.tool_call_id, []).append(i)
+    close_turn()
+    orphans.sort()
+    missing.sort()
+    return Pairing(owner=owner, orphans=orphans, missing=missing)
+
+
+LOST_RESULT = "[no result was recorded for this call: it was lost, or never ran]"
+"""Content of the placeholder result :func:`repair_pairs` gives a call without one."""
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What :func:`repair_pairs` changed; empty when the history was already whole."""
+
+    moved: list[str]
+    """Ids of results moved to follow their call."""
+    orphans: list[str]
+    """Ids of results with no call, turned into assistant notes keeping their content."""
+    placeholders: list[str]
+    """Call ids given a placeholder result."""
+
+    def __bool__(self) -> bool:
+        return bool(self.moved or self.orphans or self.placeholders)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"moved": self.moved, "orphans": self.orphans, "placeholders": self.placeholders}
+
+
+def repair_pairs(messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], Repair]:
+    """The history as a provider accepts it: every call immediately followed by
+    exactly one result per call id, and no result without a call.
+
+    A result is moved right after the call it answers (:func:`pair_results`); a
+    call without a result gets a placeholder saying so (an error-status tool
+    message); a result without a call becomes an assistant note with the same
+    id and its content, so nothing it said is dropped. Messages already in that
+    shape come back as the same objects, in the same order.
+    """
+    pairing = pair_results(messages)
+    by_owner: dict[int, list[int]] = {}
+    for result, ai in sorted(pairing.owner.items()):
+        by_owner.setdefault(ai, []).append(result)
+    missing: dict[int, list[int]] = {}
+    for ai, pos in pairing.missing:
+        missing.setdefault(ai, []).append(pos)
+    orphans = set(pairing.orphans)
+    out: list[BaseMessage] = []
+    moved: list[str] = []
+    orphaned: list[str] = []
+    placeholders: list[str] = []
+    for i, m in enumerate(messages):
+        if isinstance(m, ToolMessage):
+            if i in orphans:
+                orphaned.append(str(m.id))
+                out.append(_orphan_note(m))
+            continue  # a matched result is placed with its call
+        out.append(m)
+        if not (isinstance(m, AIMessage) and m.tool_calls):
+            continue
+        results = by_owner.get(i, [])
+        for k, r in enumerate(results):
+            if r != i + 1 + k:
+                moved.append(str(messages[r].id))
+            out.append(messages[r])
+        for pos in missing.get(i, []):
+            call = m.tool_calls[pos]
+            call_id = str(call.get("id") or "")
+            placeholders.append(call_id)
+            out.append(
+                ToolMessage(
+                    LOST_RESULT,
+                    tool_call_id=call_id,
+                    name=call.get("name"),
+                    status="error",
+                    id=f"lgctx-lost-{m.id}-{pos}",
+                )
+            )
+    return out, Repair(moved=moved, orphans=orphaned, placeholders=placeholders)
+
+
+def _orphan_note(message: ToolMessage) -> AIMessage:
+    # An assistant note, not a user message: a user message would start a turn
+    # (and, first in the history, be taken for the task).
+    head = (
+        f"[Result of tool {message.name or 'unknown'} for call {message.tool_call_id}, "
+        "whose call is missing from the history]"
+    )
+    content: str | list[str | dict[Any, Any]]
+    if isinstance(message.content, str):
+        content = f"{head}\n{message.content}"
+    else:
+        content = [{"type": "text", "text": head}, *message.content]
+    return AIMessage(content=content, id=message.id)
 
 
 def safe_cuts(messages: Sequence[BaseMessage]) -> list[bool]:

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import json
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_ctx._checks import check_has, check_instance, check_str, check_timeout
+from langgraph_ctx._workers import acall_with_timeout, call_with_timeout
 
 # Re-exported (``as``) for the modules that import them from here.
 from langgraph_ctx.compression._entities import entities as entities
@@ -96,10 +99,12 @@ class ChatModelSummarizer:
     or longer than the transcript), ``on_fallback(reason, exc)`` is called and
     the fallback's summary (extractive by default) is returned instead.
 
-    Sync calls run the model in a worker thread so the timeout can be enforced;
-    on timeout the thread is abandoned, not killed (Python cannot), and its
-    result discarded. The caller's context variables (callbacks, tracing) are
-    carried into it.
+    An async model call is cancelled at its timeout. A sync call (and, under
+    ``ainvoke``, a model with no async implementation of its own) runs in the
+    package's small pool of daemon threads so the timeout can be enforced; on
+    timeout the thread is abandoned, not killed (Python cannot), its result
+    discarded, and at most the pool's few threads are ever held. The caller's
+    context variables (callbacks, tracing) are carried into it.
     """
 
     def __init__(
@@ -111,8 +116,13 @@ class ChatModelSummarizer:
         fallback: Summarizer | None = None,
         on_fallback: FallbackHook | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError("timeout", f"must be positive or None, got {timeout}")
+        check_instance("model", model, BaseChatModel, "a LangChain chat model")
+        check_str("prompt", prompt)
+        check_timeout("timeout", timeout)
+        if fallback is not None:
+            check_has("fallback", fallback, ("summarize", "asummarize"), "a Summarizer")
+        if on_fallback is not None and not callable(on_fallback):
+            raise ConfigurationError("on_fallback", f"expected a callable, got {on_fallback!r}")
         self.model = model
         self.prompt = prompt
         self.timeout = timeout
@@ -141,7 +151,7 @@ class ChatModelSummarizer:
         _check_budget(max_tokens)
         request, body = self._request(messages, previous, max_tokens)
         try:
-            result = await asyncio.wait_for(self.model.ainvoke(request), self.timeout)
+            result = await self._ainvoke(request)
         except Exception as exc:
             self._fell_back(_reason(exc), exc)
         else:
@@ -165,17 +175,31 @@ class ChatModelSummarizer:
     def _invoke(self, request: list[BaseMessage]) -> str:
         if self.timeout is None:
             return str(self.model.invoke(request).text).strip()
-        context = contextvars.copy_context()
-        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="lgctx-summarize")
-        try:
-            future = pool.submit(lambda: context.run(self.model.invoke, request))
-            return str(future.result(timeout=self.timeout).text).strip()
-        finally:
-            pool.shutdown(wait=False)  # do not wait for a model that overran
+        return str(
+            call_with_timeout(partial(self.model.invoke, request), self.timeout).text
+        ).strip()
+
+    async def _ainvoke(self, request: list[BaseMessage]) -> BaseMessage:
+        if _native_async(self.model):
+            # A coroutine: the timeout cancels it, and the request with it.
+            return await asyncio.wait_for(self.model.ainvoke(request), self.timeout)
+        # A sync-only model's ainvoke runs it in the event loop's default executor,
+        # where a hung call outlives the timeout and piles up threads (and
+        # asyncio.run waits for them at exit): run it in the package's pool.
+        return await acall_with_timeout(partial(self.model.invoke, request), self.timeout)
 
     def _fell_back(self, reason: str, exc: BaseException | None) -> None:
         if self.on_fallback is not None:
             self.on_fallback(reason, exc)
+
+
+def _native_async(model: BaseChatModel) -> bool:
+    """Whether ``model`` has its own async generation (else LangChain runs the sync
+    one in the default executor)."""
+    cls = type(model)
+    return cls._agenerate is not BaseChatModel._agenerate or (
+        cls._astream is not BaseChatModel._astream
+    )
 
 
 def _check_budget(max_tokens: int) -> None:

@@ -26,6 +26,14 @@ Node filters (``nodes=``, ``default_nodes``) are ignored: every layer runs on
 every model call. A ``wrap_model_call`` middleware inside this one whose
 ``Command`` adds messages loses them on a call that compresses.
 
+Provider placement (``placement=``, default ``"system"``): what the layers add
+(summaries, the recall block) reaches the model in a form every provider
+accepts. Summaries are merged into the request's system message (so LangChain's
+``AnthropicPromptCachingMiddleware``, inside this one, puts its breakpoint after
+them), per-call blocks go into the last user message. A
+:class:`~langgraph_ctx.middleware.ProviderPlacement` among the layers decides
+instead.
+
 What the layers need is checked when it is built, against its ``state_schema``
 (:class:`ContextAgentState`): a layer that needs another key (``ToolEviction``
 writes ``tool_cache``) is refused until a subclass gives a ``state_schema``
@@ -45,7 +53,7 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AIMessage, RemoveMessage
+from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
@@ -54,6 +62,12 @@ from typing_extensions import NotRequired
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.middleware.placement import (
+    ANNOTATION,
+    Placement,
+    check_placement,
+    place_messages,
+)
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -89,6 +103,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         system_prompt_counted: bool = True,
         events: EventSink | None = None,
         max_sessions: int = 1024,
+        placement: Placement = "system",
     ) -> None:
         """
         Args:
@@ -98,7 +113,12 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             system_prompt_counted: count the request's system prompt as ``system``.
             events: where every ledger event is also written, if anywhere.
             max_sessions: threads whose token caches are kept in memory.
+            placement: where summaries go in the request (``"system"``: merged
+                into its system message; ``"pair"``: a user/assistant pair each;
+                ``"none"``: as the history has them). See
+                :mod:`~langgraph_ctx.middleware.placement`.
         """
+        self.placement = check_placement(placement, "ContextMiddleware.placement")
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
         self.pipeline = Pipeline(
@@ -118,7 +138,10 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
     ) -> ExtendedModelResponse[Any]:
         ctx, view = self._context(request)
         result = run_layers(
-            self.layers, ctx, view, lambda v: _as_update(handler(_shape(request, v, ctx)))
+            self.layers,
+            ctx,
+            view,
+            lambda v: _as_update(handler(_shape(request, v, ctx, self.placement))),
         )
         return _extended(_as_response(result), ctx)
 
@@ -130,7 +153,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         ctx, view = self._context(request)
 
         async def terminal(v: View) -> dict[str, Any]:
-            return _as_update(await handler(_shape(request, v, ctx)))
+            return _as_update(await handler(_shape(request, v, ctx, self.placement)))
 
         result = await arun_layers(self.layers, ctx, view, terminal)
         return _extended(_as_response(result), ctx)
@@ -168,8 +191,20 @@ def _config(request: ModelRequest[Any]) -> RunnableConfig:
         return {"configurable": {k: v for k, v in conf.items() if v is not None}}
 
 
-def _shape(request: ModelRequest[Any], view: View, ctx: CallContext) -> ModelRequest[Any]:
-    return request.override(messages=list(view["messages"]), tools=list(ctx.tools))
+def _shape(
+    request: ModelRequest[Any], view: View, ctx: CallContext, placement: Placement
+) -> ModelRequest[Any]:
+    messages = list(view["messages"])
+    mode = ctx.annotations.get(ANNOTATION, placement)
+    if mode == "none":
+        return request.override(messages=messages, tools=list(ctx.tools))
+    # The request's system message goes first, as create_agent sends it; what the
+    # placement leads with is the request's system message again.
+    system = [request.system_message] if request.system_message is not None else []
+    placed = place_messages([*system, *messages], mode)
+    head = placed[0] if placed and isinstance(placed[0], SystemMessage) else None
+    rest = cast(list[AnyMessage], placed[1:] if head is not None else placed)
+    return request.override(system_message=head, messages=rest, tools=list(ctx.tools))
 
 
 def _as_update(response: ModelResponse[Any]) -> dict[str, Any]:

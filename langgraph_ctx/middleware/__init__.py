@@ -1,9 +1,19 @@
 """Built-in middleware, one per module."""
 
+from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
 from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.middleware.summary_observer import SummaryObserver
 from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
-__all__ = ["MemoryRecall", "PreflightCheck", "SummaryObserver", "TieredCompression", "ToolEviction"]
+__all__ = [
+    "AdaptiveContextManager",
+    "MemoryRecall",
+    "PreflightCheck",
+    "ProviderPlacement",
+    "SummaryObserver",
+    "TieredCompression",
+    "ToolEviction",
+]

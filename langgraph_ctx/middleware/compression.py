@@ -6,13 +6,23 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   before the call, until the messages take ``target_utilization`` of the room
   they have under the red line (well under it, so the next compression is
   dozens of turns away, not the next call);
-- yellow zone: record the candidates (advisory), once per new boundary;
+- yellow zone: record the candidates (advisory), once per new boundary, and
+  prepare the next compression in the background (``prepare_ahead``): the
+  summary of the span crossing the red line will remove, made while the node
+  waits on its model or tools. The call that crosses the red line applies it if
+  it is ready and still describes the history, else compresses synchronously;
+  the ledger's ``compression`` event says which (``path``);
 - if the turns it keeps verbatim are too large even then (a few tool-heavy
   turns can outgrow a small budget), compact their large tool results in
   place, oldest first: same message, same tool call id, an extractive digest
   as content, the original archived;
-- if even full compression cannot fit the prompt (a giant pinned message),
-  record ``budget_unreachable`` and log it. Pinned content is never dropped.
+- if the target cannot be met (a large pinned message), record
+  ``budget_unreachable`` and log it. Pinned content is never dropped;
+- the hard ceiling: a prompt still over the prompt limit has its largest tool
+  results reduced (compacted again, then cut with a marker, the originals
+  archived), recorded as ``ceiling_enforced``; if even that cannot fit,
+  :class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the
+  model is called.
 
 Every message leaving the active state is written to the archive first, keyed
 by thread and id, so :meth:`TieredCompression.original` can return it. The
@@ -22,9 +32,12 @@ list, so summaries land in their place), and the node sees the same list.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -34,7 +47,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.compression import _prepare
 from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
@@ -42,18 +57,20 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
     compacted,
     compacted_header,
     is_compacted,
+    is_pinned,
     summary_info,
 )
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
@@ -61,6 +78,8 @@ COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 COMPACT_FLOOR = 100
 """The smallest digest a compacted tool result is given."""
+CUT_MARKER = "[... cut to fit the context window]"
+"""Ends a tool result cut (not only compacted) to keep the prompt under its limit."""
 
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
@@ -109,6 +128,8 @@ class TieredCompression(Middleware):
         max_summary_share: float = 0.5,
         pin_task: bool = True,
         summarizer_timeout: float | None = 30.0,
+        prepare_ahead: bool = True,
+        prepare_headroom: float = 0.0,
         **kwargs: Any,
     ) -> None:
         """
@@ -141,8 +162,35 @@ class TieredCompression(Middleware):
                 under the target), so summaries never grow to fill the budget.
             pin_task: keep the session's first user message verbatim.
             summarizer_timeout: for a chat-model summarizer, seconds.
+            prepare_ahead: in the yellow zone, summarize the span the next
+                compression will remove in the background (a task on the running
+                loop for a model summarizer under ``ainvoke``, else a thread of
+                the package's small pool), so that crossing the red line does not
+                wait for the summarizer.
+            prepare_headroom: the span prepared ahead is planned for messages
+                this share of the red line above it. Default 0: planned for the
+                red line itself, so it compresses what the synchronous path
+                would, less the turn that crosses the line (a span short by
+                that much is still applied: ``prepared: short``). A larger
+                headroom covers that turn too, but compresses more than the
+                synchronous path would.
         """
         super().__init__(**kwargs)
+        if summarizer is not None and not isinstance(summarizer, BaseChatModel):
+            check_has("summarizer", summarizer, ("summarize", "asummarize"), "a Summarizer")
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
+        check_number("expected_ratio", expected_ratio)
+        check_int("min_protected_turns", min_protected_turns)
+        check_int("max_summary_layers", max_summary_layers)
+        check_bool("pin_task", pin_task)
+        check_timeout("summarizer_timeout", summarizer_timeout)
+        if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
+            raise ConfigurationError(
+                "summary_tokens", f"expected a (low, high) pair, got {summary_tokens!r}"
+            )
+        for bound in summary_tokens:
+            check_int("summary_tokens", bound)
         _check_share("target_utilization", target_utilization)
         _check_share("protected_share", protected_share)
         _check_share("max_summary_share", max_summary_share)
@@ -160,6 +208,10 @@ class TieredCompression(Middleware):
             raise ConfigurationError(
                 "max_summary_layers", f"must be >= 1, got {max_summary_layers}"
             )
+        if not 0.0 <= prepare_headroom < 1.0:
+            raise ConfigurationError(
+                "prepare_headroom", f"must be in [0, 1), got {prepare_headroom}"
+            )
         if isinstance(summarizer, BaseChatModel):
             summarizer = ChatModelSummarizer(
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback
@@ -175,6 +227,8 @@ class TieredCompression(Middleware):
         self.max_summary_layers = max_summary_layers
         self.max_summary_share = max_summary_share
         self.pin_task = pin_task
+        self.prepare_ahead = prepare_ahead
+        self.prepare_headroom = prepare_headroom
 
     def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
         channel = builder.channels.get("messages")
@@ -194,7 +248,26 @@ class TieredCompression(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         work = self._decide(view, ctx)
         if work is None:
-            return view
+            self._prepare_ahead(view, ctx)
+            return (yield from self._ceiling(view, ctx))
+        ready, why = self._take_prepared(work, ctx)
+        if ready is not None:
+            ahead, pending = ready
+            outcome = pending.outcome()
+            if outcome is None:
+                # Under way: waiting for the rest costs less than starting over.
+                why = "waited"
+                outcome = yield IOCall(pending.wait, pending.await_)
+            if outcome is not None:
+                summary, reasons, retention, written = outcome
+                yield IOCall(
+                    partial(self._archive, ctx, ahead), partial(self._aarchive, ctx, ahead)
+                )
+                path = ("prepared", why)
+                measured = (retention, written)
+                view = self._apply(view, ctx, ahead, summary, reasons, path=path, measured=measured)
+                return (yield from self._ceiling(view, ctx))
+            why = "failed"
         text: str | None = None
         with _collecting_fallbacks() as fallbacks:
             if work.source:
@@ -204,7 +277,8 @@ class TieredCompression(Middleware):
                 )
         # Archived before the rewrite is persisted: nothing leaves the state unkept.
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        return self._apply(view, ctx, work, text, fallbacks)
+        view = self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
+        return (yield from self._ceiling(view, ctx))
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -224,10 +298,12 @@ class TieredCompression(Middleware):
         for messages, reason in work.removals():
             await self.archive.aput(thread, messages, reason=reason, namespace=namespace)
 
-    def _decide(self, view: View, ctx: CallContext) -> _Work | None:
+    def _decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> _Work | None:
+        """The compression this call needs (``None``: none). ``ahead``: the one the
+        call crossing the red line will need, planned now (records nothing)."""
         report = ctx.measured()
         messages: list[BaseMessage] = list(view.get("messages") or ())
-        urgent = report.zone == "red" or "messages" in report.over
+        urgent = ahead or report.zone == "red" or "messages" in report.over
         if not urgent and report.zone != "yellow":
             return None
         calibration = max(report.calibration, 1e-6)
@@ -241,6 +317,8 @@ class TieredCompression(Middleware):
         low, high = self.summary_tokens
         cap = max(low, min(high, int(self.max_summary_share * ctx.budget.messages / calibration)))
         used = int(report.used.get("messages", 0) / calibration)
+        if ahead:  # as if at the red line (plus any headroom)
+            used = max(used, line) + int(self.prepare_headroom * line)
         plan = plan_compression(
             messages,
             count,
@@ -272,7 +350,8 @@ class TieredCompression(Middleware):
         kept -= sum(count(m) - size for m, size in compact)
         if not plan.compress:
             if not compact:
-                self._unreachable(plan, ctx, "nothing left to compress")
+                if not ahead:
+                    self._unreachable(plan, ctx, "nothing left to compress")
                 return None
             return _Work(plan, [], 0, meta=False, compact=compact)
         # What the summaries may take and still meet the goal, within their cap.
@@ -281,7 +360,7 @@ class TieredCompression(Middleware):
             # The target is out of reach whatever the summary's size: then at least
             # stay under the red line, and let the summary have what is left there.
             room = min(cap, line - pinned - kept - 1)
-        if pinned + kept + low > goal and plan.protected == len(plan.keep):
+        if not ahead and pinned + kept + low > goal and plan.protected == len(plan.keep):
             # Even the smallest summary leaves the history above the target: with
             # pinned content this large, compression will run on every call.
             self._unreachable(
@@ -311,7 +390,15 @@ class TieredCompression(Middleware):
         )
 
     def _apply(
-        self, view: View, ctx: CallContext, work: _Work, text: str | None, fallbacks: list[str]
+        self,
+        view: View,
+        ctx: CallContext,
+        work: _Work,
+        text: str | None,
+        fallbacks: list[str],
+        *,
+        path: tuple[str, str] = ("synchronous", "none"),
+        measured: tuple[float, int] | None = None,
     ) -> View:
         plan, count = work.plan, ctx.session.cache.count_of
         shrunk = [m for m, _ in work.compact]
@@ -342,7 +429,9 @@ class TieredCompression(Middleware):
                 {"ids": ids, "tokens_before": before["compacted"], "tokens_after": after},
             )
         if summary is not None and text is not None:
-            written = ctx.counter.count_text(text)
+            # (Entity retention and size, if not measured already in the background.)
+            written = measured[1] if measured else ctx.counter.count_text(text)
+            retention = measured[0] if measured else entity_retention(work.source, text)
             info = summary_info(summary) or {}
             ctx.record(
                 "compression",
@@ -353,16 +442,216 @@ class TieredCompression(Middleware):
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
                     "ratio": round(before["summarized"] / max(written, 1), 2),
-                    "entity_retention": round(entity_retention(work.source, text), 4),
+                    "entity_retention": round(retention, 4),
                     "meta": work.meta,
                     "utilization_after": round(report.utilization, 4),
+                    # Whether a summary prepared ahead was used, and if not, why not.
+                    "path": path[0],
+                    "prepared": path[1],
                 },
             )
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
-        if report.total > report.prompt_limit:
-            self._unreachable(plan, ctx, "the protected window and pinned messages alone exceed it")
+        # Still over the prompt limit? ``_ceiling`` reduces tool results or raises.
         return view.replace(messages=messages)
+
+    def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
+        """Never send a prompt over the prompt limit: a provider must reject it.
+
+        Compression plans with expected ratios and leaves results it compacted
+        alone, so one tool result larger than the window could still go out over
+        it. Here the largest tool results not pinned are reduced (compacted
+        again, down to what fits, then cut with a marker), the originals
+        archived first. If even that cannot fit, :class:`BudgetExceededError`
+        is raised before the model is called, and nothing is persisted.
+        """
+        report = ctx.measured()
+        if report.total <= report.prompt_limit:
+            return view
+        calibration = max(report.calibration, 1e-6)
+        over = math.ceil((report.total - report.prompt_limit) / calibration)
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        count = ctx.session.cache.count_of
+        candidates = [m for m in messages if isinstance(m, ToolMessage) and not is_pinned(m)]
+        candidates.sort(key=count, reverse=True)
+        shrunk: dict[int, BaseMessage] = {}
+        cut: list[str] = []
+        for m in candidates:
+            if over <= 0:
+                break
+            tokens = count(m)
+            # Down to its header and the cut marker if need be: the original is
+            # archived, and a result the model can fetch beats a refused call.
+            smaller, was_cut = self._reduce(m, max(0, tokens - over), ctx.counter)
+            saved = tokens - ctx.counter.count_message(smaller)
+            if saved > 0:
+                shrunk[id(m)] = smaller
+                over -= saved
+                if was_cut:
+                    cut.append(str(m.id))
+        if over > 0:
+            rest = sum(count(m) for m in messages if id(m) not in shrunk)
+            raise BudgetExceededError(
+                report.total,
+                report.prompt_limit,
+                f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
+                f"over its limit with every tool result reduced to its header: the other "
+                f"messages (system, pinned, the protected turns, summaries) take {rest} tokens",
+            )
+        originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
+        if originals:
+            # Archived before the rewrite is persisted: nothing leaves the state unkept.
+            thread, namespace = _scope(ctx)
+            yield IOCall(
+                partial(
+                    self.archive.put, thread, originals, reason="compacted", namespace=namespace
+                ),
+                partial(
+                    self.archive.aput, thread, originals, reason="compacted", namespace=namespace
+                ),
+            )
+        before = sum(count(m) for m in messages if id(m) in shrunk)
+        after = sum(ctx.counter.count_message(m) for m in shrunk.values())
+        messages = [shrunk.get(id(m), m) for m in messages]
+        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+        ctx.session.cache.forget([str(m.id) for m in originals])
+        report = ctx.adjust_usage("messages", after - before)
+        ctx.record(
+            "ceiling_enforced",
+            {
+                "ids": [str(m.id) for m in shrunk.values()],
+                "cut": cut,
+                "tokens_before": before,
+                "tokens_after": after,
+                "total_after": report.total,
+                "prompt_limit": report.prompt_limit,
+            },
+        )
+        return view.replace(messages=messages)
+
+    def _reduce(
+        self, message: BaseMessage, size: int, counter: TokenCounter
+    ) -> tuple[BaseMessage, bool]:
+        """``message`` in at most ``size`` tokens (or just its header and the cut
+        marker): an extractive digest, cut if the digest alone is still larger.
+        Whether it was cut."""
+        tokens = _original_tokens(message) or counter.count_message(message)
+        smaller = self._compact(message, size, tokens)
+        if counter.count_message(smaller) <= size:
+            return smaller, False
+        header = compacted_header(message, tokens)
+        text = smaller.text.partition("\n")[2]
+        marker = f"\n{CUT_MARKER} (the original is archived as {message.id})"
+        room = size - counter.count_text(header + marker) - 8  # message overhead
+        while text and counter.count_message(compacted(message, text + marker, tokens)) > size:
+            text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
+        return compacted(message, text + marker, tokens), True
+
+    def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
+        """In the yellow zone, start summarizing what the next compression removes."""
+        if not self.prepare_ahead or ctx.measured().zone != "yellow":
+            return
+        scratch = ctx.session.scratch
+        pending: _prepare.Prepared | None = scratch.get(_PREPARED)
+        work = self._decide(view, ctx, ahead=True)
+        if pending is not None:
+            tiers = split_tiers(list(view.get("messages") or ()), pin_task=self.pin_task)
+            if pending.fits(tiers.summaries, tiers.rest):
+                if not pending.future.done():
+                    return  # under way; refreshed, if need be, once it is done
+                if work is None or (
+                    len(pending.span) >= len(work.plan.compress) and pending.meta >= work.meta
+                ):
+                    return  # ready, and still covers what the crossing call will need
+            # Overtaken (a message it covers changed) or outgrown (the history grew
+            # past what it covers): made again for the history as it is now.
+            pending.discard()
+            del scratch[_PREPARED]
+        if work is None or not work.source or work.compact:
+            return  # the crossing call must compact kept tool results: nothing to prepare
+        source, max_tokens = list(work.source), work.max_tokens
+        summaries = work.plan.tiers.summaries
+        span = work.plan.compress
+
+        counter = ctx.counter
+
+        def run() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = self.summarizer.summarize(source, max_tokens=max_tokens)
+            return text, reasons, entity_retention(source, text), counter.count_text(text)
+
+        async def arun() -> _prepare.Outcome:
+            with _collecting_fallbacks() as reasons:
+                text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
+            # CPU work: in the pool, not on the loop.
+            measure = partial(_measure, source, text, counter)
+            retention, written = await asyncio.get_running_loop().run_in_executor(
+                _prepare.pool(), measure
+            )
+            return text, reasons, retention, written
+
+        scratch[_PREPARED] = _prepare.start(
+            summaries,
+            span,
+            meta=work.meta,
+            max_tokens=max_tokens,
+            run=run,
+            # Only a model does I/O worth a task on the loop; the extractive
+            # summarizer is CPU work, which would stall the loop: a thread.
+            arun=arun if isinstance(self.summarizer, ChatModelSummarizer) else None,
+        )
+
+    def _take_prepared(
+        self, work: _Work, ctx: CallContext
+    ) -> tuple[tuple[_Work, _prepare.Prepared] | None, str]:
+        """The compression prepared ahead, as work to apply with its summary, if it is
+        still right for this history (ready, or under way and waitable); else
+        ``None``, and why not."""
+        pending: _prepare.Prepared | None = ctx.session.scratch.pop(_PREPARED, None)
+        if pending is None:
+            return None, "none"
+        plan = work.plan
+        tiers = plan.tiers
+        # The synchronous plan keeps len(plan.keep) messages; the protected window
+        # is the tail of them, which a prepared span must not reach into.
+        compressible = len(tiers.rest) - plan.protected
+        n = len(pending.span)
+        why = ""
+        if pending.future.done() and pending.outcome() is None:
+            why = "failed"
+        elif not pending.waitable():
+            why = "not_ready"
+        elif not pending.fits(tiers.summaries, tiers.rest):
+            why = "overtaken"  # never applied stale
+        elif work.compact:
+            why = "compaction"  # this call must also shrink kept tool results
+        elif n > compressible:
+            why = "span_mismatch"  # it would touch the protected turns
+        elif n < len(plan.compress) and not self._frees_enough(list(tiers.rest[:n]), plan, ctx):
+            why = "span_mismatch"  # it would free too little
+        elif work.meta and not pending.meta:
+            why = "needs_consolidation"
+        if why:
+            pending.discard()
+            return None, why
+        if n < len(plan.compress):
+            why = "short"
+        rest = tiers.rest
+        summaries = tiers.summaries
+        source = [*summaries, *rest[:n]] if pending.meta else list(rest[:n])
+        ahead = _Work(
+            _replace_plan(plan, rest[:n], rest[n:]), source, pending.max_tokens, meta=pending.meta
+        )
+        return (ahead, pending), why or "ready"
+
+    def _frees_enough(self, span: list[BaseMessage], plan: Plan, ctx: CallContext) -> bool:
+        # A span a turn or two short of the synchronous plan's (the crossing turn
+        # moved the protected window past it) still takes the history well under
+        # the red line: applied now, the next compression comes a turn or two
+        # sooner, instead of this call waiting for a new summary.
+        count = ctx.session.cache.count_of
+        covered = sum(count(m) for m in span)
+        return covered >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -423,6 +712,22 @@ class _Work:
         return [(messages, reason) for messages, reason in out if messages]
 
 
+def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
+    return entity_retention(source, text), counter.count_text(text)
+
+
+SHORT_SPAN_SHARE = 0.75
+"""A prepared span that frees at least this share of what the synchronous plan
+would is applied (``prepared: short``) rather than made again on the call."""
+
+_PREPARED = "compression_prepared"
+"""The session scratch key of the compression prepared ahead (memory only)."""
+
+
+def _replace_plan(plan: Plan, compress: list[BaseMessage], keep: list[BaseMessage]) -> Plan:
+    return dataclasses.replace(plan, compress=compress, keep=keep)
+
+
 def _compactions(
     keep: list[BaseMessage], count: Callable[[BaseMessage], int], excess: int, ratio: float
 ) -> list[tuple[BaseMessage, int]]:
@@ -442,6 +747,13 @@ def _compactions(
                 chosen[id(m)] = (m, size)
                 excess -= tokens - size
     return list(chosen.values())
+
+
+def _original_tokens(message: BaseMessage) -> int | None:
+    """The size of the original of a compacted tool result, from its mark."""
+    marks = message.additional_kwargs.get(KEY)
+    info = marks.get("compacted") if isinstance(marks, dict) else None
+    return int(info["tokens"]) if isinstance(info, dict) and "tokens" in info else None
 
 
 def _room(report: UsageReport, budget: Budget) -> int:
@@ -466,5 +778,6 @@ def _scope(ctx: CallContext) -> tuple[str, str]:
 
 
 def _check_share(field: str, value: float) -> None:
+    check_number(field, value)
     if not 0.0 < value < 1.0:
         raise ConfigurationError(field, f"must be between 0 and 1, got {value}")

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
+from langgraph_ctx.compression._tiers import repair_pairs
 from langgraph_ctx.markers import is_summary
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
@@ -40,8 +41,39 @@ class PreflightCheck(Middleware):
         self._prompt_tokens: dict[str, int] = {}
 
     def before(self, view: View, ctx: CallContext) -> View:
+        messages: list[BaseMessage] = view.get("messages") or []
+        with ctx.session.lock:
+            ctx.session.cache.total(messages)  # also learns how much of the history is unchanged
+            unchanged = ctx.session.cache.unchanged
+        view = self.repair(view, ctx, unchanged=unchanged)
         self.check(view, ctx)
         return view
+
+    def repair(self, view: View, ctx: CallContext, *, unchanged: int = 0) -> View:
+        """The view with its tool pairs made whole, as a provider requires.
+
+        A history handed to us broken (a result with no call, a call with no
+        result, a result before its call, an id reused every turn) would be
+        rejected by OpenAI-style APIs. The repair is ephemeral, in the view:
+        the checkpointed state keeps what the user wrote. Recorded in the ledger.
+
+        Only what follows the last turn found whole is looked at: ``unchanged``
+        leading messages are the same as last call's (the token cache knows),
+        and a whole history has no call left open where a user turn starts, so
+        the check costs O(new messages), not O(history).
+        """
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        scratch = ctx.session.scratch
+        # Back to a turn start: a change inside a turn may have opened one of its calls.
+        start = _turn_start(messages, min(scratch.get(_WHOLE_UPTO, 0), unchanged))
+        tail = messages[start:]
+        repaired, repair = repair_pairs(tail)
+        if not repair:
+            scratch[_WHOLE_UPTO] = _turn_start(messages, len(messages) - 1)
+            return view
+        scratch[_WHOLE_UPTO] = start  # a broken stretch stays in the state: look again next call
+        ctx.record("tool_pairs_repaired", repair.as_dict())
+        return view.replace(messages=[*messages[:start], *repaired])
 
     def after(self, view: View, result: Any, ctx: CallContext) -> Any:
         self.observe(result, ctx)
@@ -109,6 +141,7 @@ class PreflightCheck(Middleware):
     def _prompt(self, ctx: CallContext) -> int:
         prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
+            _bound(self._prompt_tokens)
             self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
         return self._prompt_tokens[prompt]
 
@@ -116,8 +149,32 @@ class PreflightCheck(Middleware):
         name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", "")
         key = (str(name), id(tool))
         if key not in self._tool_tokens:
+            _bound(self._tool_tokens)
             self._tool_tokens[key] = ctx.counter.count_tool(tool)
         return self._tool_tokens[key]
+
+
+_WHOLE_UPTO = "preflight.pairs_whole_upto"
+"""Session scratch key: the history before this index was found whole (a turn start)."""
+
+
+def _turn_start(messages: list[BaseMessage], index: int) -> int:
+    """The start of the turn holding ``messages[index]`` (0 if none starts before it)."""
+    for i in range(min(index, len(messages) - 1), 0, -1):
+        if messages[i].type == "human":
+            return i
+    return 0
+
+
+MEMO_SIZE = 1_024
+"""Most prompts and tool schemas whose counts pre-flight keeps (per instance)."""
+
+
+def _bound(memo: dict[Any, int]) -> None:
+    # Shared by every session: a system prompt made per user, or tools built per
+    # call, must not grow it without end. Starting over costs a recount.
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
 
 
 def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx._checks import check_instance, check_int, check_str, check_timeout
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
@@ -82,10 +82,11 @@ class MemoryRecall(Middleware):
                 key) naming the task, for cross-session warming.
         """
         super().__init__(**kwargs)
-        if not timeout > 0:
-            raise ConfigurationError("MemoryRecall.timeout", f"must be > 0 seconds, got {timeout}")
-        if max_tokens is not None and max_tokens < 1:
-            raise ConfigurationError("MemoryRecall.max_tokens", f"must be >= 1, got {max_tokens}")
+        check_instance("MemoryRecall.bank", bank, MemoryBank, "a MemoryBank")
+        check_timeout("MemoryRecall.timeout", timeout, optional=False)
+        if max_tokens is not None:
+            check_int("MemoryRecall.max_tokens", max_tokens, least=1)
+        check_str("MemoryRecall.task_key", task_key)
         self.bank = bank
         self.timeout = timeout
         self.max_tokens = max_tokens

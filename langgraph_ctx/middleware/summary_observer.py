@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx._checks import check_instance, check_timeout
 from langgraph_ctx.markers import is_summary, summary_body
 from langgraph_ctx.middleware.recall import elapsed_ms, record_failure
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
@@ -40,8 +40,8 @@ class SummaryObserver(Middleware):
 
     def __init__(self, bank: MemoryBank, *, timeout: float = 2.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if not timeout > 0:
-            raise ConfigurationError("SummaryObserver.timeout", f"must be > 0, got {timeout}")
+        check_instance("SummaryObserver.bank", bank, MemoryBank, "a MemoryBank")
+        check_timeout("SummaryObserver.timeout", timeout, optional=False)
         self.bank = bank
         self.timeout = timeout
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx._checks import check_instance, check_int
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 from langgraph_ctx.tools import ToolRegistry
@@ -37,8 +37,8 @@ class ToolEviction(Middleware):
             capacity: most discovered tools kept in the session cache.
         """
         super().__init__(**kwargs)
-        if capacity < 0:
-            raise ConfigurationError("capacity", f"must be >= 0, got {capacity}")
+        check_instance("registry", registry, ToolRegistry, "a ToolRegistry")
+        check_int("capacity", capacity, least=0)
         self.registry = registry
         self.capacity = capacity
 

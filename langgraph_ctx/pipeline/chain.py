@@ -41,7 +41,14 @@ from typing import Any, cast
 
 from langgraph.errors import GraphBubbleUp
 
-from langgraph_ctx.errors import ContextRunError, MiddlewareError, NextCalledTwiceError
+from langgraph_ctx._checks import check_int, check_str
+from langgraph_ctx.errors import (
+    BudgetExceededError,
+    ConfigurationError,
+    ContextRunError,
+    MiddlewareError,
+    NextCalledTwiceError,
+)
 from langgraph_ctx.pipeline.context import CallContext, View, _current
 from langgraph_ctx.pipeline.hooks import Step, adrive, drive
 from langgraph_ctx.pipeline.layer import (
@@ -100,10 +107,15 @@ class Middleware:
         name: str | None = None,
     ) -> None:
         if priority is not None:
-            self.priority = priority
+            self.priority = check_int("priority", priority)
+        if nodes is not None and (
+            isinstance(nodes, str) or not all(isinstance(n, str) and n for n in nodes)
+        ):
+            # A bare string would be taken letter by letter as node names.
+            raise ConfigurationError("nodes", f"expected a list of node names, got {nodes!r}")
         self.nodes: tuple[str, ...] | None = tuple(nodes) if nodes is not None else None
         if name is not None:
-            self.name = name
+            self.name = check_str("name", name)
         if not self.name:
             self.name = type(self).__name__
 
@@ -315,7 +327,9 @@ def _as_view(view: Mapping[str, Any]) -> View:
 def _wrap_error(ctx: CallContext, mw: Middleware, exc: BaseException) -> BaseException | None:
     if id(exc) in ctx._passing or isinstance(exc, (GraphBubbleUp, asyncio.CancelledError)):
         return None
-    if not isinstance(exc, Exception):
+    if not isinstance(exc, Exception) or isinstance(exc, BudgetExceededError):
+        # A prompt over its limit is the run's verdict, not a middleware's bug:
+        # callers catch it by name, with its numbers.
         return None
     wrapped = MiddlewareError(mw.name, ctx.node, exc)
     ctx._passing.add(id(wrapped))

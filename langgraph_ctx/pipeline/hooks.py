@@ -20,11 +20,11 @@ once. A hook with no I/O just returns its value.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, TypeVar, cast
+
+from langgraph_ctx._workers import call_with_timeout
 
 T = TypeVar("T")
 
@@ -39,8 +39,9 @@ class IOCall(Generic[T]):
     """Awaited by the async runner."""
     timeout: float | None = None
     """Seconds either form may take; past it, ``TimeoutError`` is raised at the
-    ``yield``. The sync form then runs in a daemon thread, which a call that
-    never returns keeps (never the caller)."""
+    ``yield``. The async form is cancelled; the sync form runs in the package's
+    bounded pool of daemon threads, one of which a call that never returns
+    keeps (never the caller, never the interpreter at exit)."""
 
     def outcome(self) -> tuple[Any, Exception | None]:
         try:
@@ -107,21 +108,11 @@ def _resume(hook: Hook[T], value: Any, error: Exception | None) -> IOCall[Any] |
 
 
 def run_with_timeout(fn: Callable[[], T], timeout: float) -> T:
-    """Run ``fn`` in a daemon thread; raise ``TimeoutError`` if it takes longer.
+    """Run ``fn`` in the package's bounded daemon pool; raise ``TimeoutError`` if it
+    takes longer.
 
-    A call that never answers keeps its thread, never the caller (nor, being a
-    daemon, the interpreter at exit).
+    A call that never answers keeps one of the pool's few workers, never the
+    caller, nor (daemon threads) the interpreter at exit: see
+    :mod:`langgraph_ctx._workers`.
     """
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
-
-    def work() -> None:
-        try:
-            future.set_result(fn())
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=work, name="lgctx-io", daemon=True).start()
-    try:
-        return future.result(timeout=timeout)
-    except concurrent.futures.TimeoutError:
-        raise TimeoutError(f"no answer within {timeout} s") from None
+    return call_with_timeout(fn, timeout)

@@ -4,9 +4,14 @@ The view already holds what the middleware decided for this call: pinned
 messages, summaries, an ephemeral recall block, the history. The node adds
 the system prompt and the current thought (ephemeral, this call only), binds
 the tools the pipeline left bound (after eviction), and returns the model's
-reply. With a thought, a compact note of the plan enters the history next to
-the reply. Provider-reported usage on the reply is what pre-flight
-calibrates against; reply tokens are tallied as actionable tokens.
+reply. The final prompt is placed for the provider
+(:func:`~langgraph_ctx.middleware.placement.place_messages`) as the pipeline's
+:class:`~langgraph_ctx.middleware.ProviderPlacement` chose, or as ``placement``
+says without one (the prebuilt agent runs one: the system prompt and summaries
+in one leading system message, the thought in the last user message). With a
+thought, a compact note of the plan enters the history next to the reply.
+Provider-reported usage on the reply is what pre-flight calibrates against;
+reply tokens are tallied as actionable tokens.
 """
 
 from __future__ import annotations
@@ -20,19 +25,34 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langgraph_ctx.agent.nodes.think import current_thought, note
 from langgraph_ctx.markers import KEY
+from langgraph_ctx.middleware.placement import (
+    Placement,
+    check_placement,
+    final_placement,
+    place_messages,
+)
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.tokens import TokenCounter
 
 
 def call_llm_node(
-    model: BaseChatModel, *, tools: Sequence[Any] = (), system_prompt: str | None = None
+    model: BaseChatModel,
+    *,
+    tools: Sequence[Any] = (),
+    system_prompt: str | None = None,
+    placement: Placement | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
     """A graph node (sync and async) that calls ``model`` on the current view.
 
     ``tools`` are bound when the node runs outside a pipeline; inside one, the
     pipeline's bound tools (``ctx.tools``, after any eviction) are used.
+    ``placement``: where summaries and per-call context go when no
+    :class:`~langgraph_ctx.middleware.ProviderPlacement` runs on the node
+    (``"system"``, ``"pair"``, or ``None``/``"none"`` for the prompt as built).
     """
     counter = TokenCounter()
+    if placement is not None:
+        check_placement(placement, "call_llm_node.placement")
 
     def prepare(state: Mapping[str, Any]) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
         ctx = current_context()
@@ -49,7 +69,8 @@ def call_llm_node(
                     additional_kwargs={KEY: {"ephemeral": True}},
                 )
             )
-        return runnable, messages
+        mode = final_placement(placement)
+        return runnable, place_messages(messages, mode) if mode is not None else messages
 
     def finish(state: Mapping[str, Any], reply: BaseMessage) -> dict[str, Any]:
         thought = current_thought(state)

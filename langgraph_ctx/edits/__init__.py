@@ -1,0 +1,46 @@
+"""The edit core every context strategy shares: "replace these message ids with this".
+
+- ``core``: pure planning. Validate a list of ``{ids, role, rationale,
+  new_content}`` operations against a history (delete, rewrite, merge), keep
+  tool exchanges whole by widening, refuse pinned messages and deleting the
+  working note, and build the new history: :func:`plan_edits`.
+- ``apply``: the same inside a middleware hook, with the guarantees a strategy
+  relies on: originals archived first, the rewrite persisted with the node's
+  update, every operation and its rationale in the ledger: :func:`apply_edits`.
+
+AdaCoM's manager (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`)
+is built on it.
+"""
+
+from langgraph_ctx.edits.apply import apply_edits, check_rewritable
+from langgraph_ctx.edits.core import (
+    ROLES,
+    AppliedEdit,
+    EditOp,
+    EditPlan,
+    EditRejected,
+    Reason,
+    is_edited,
+    is_note,
+    note,
+    parse_ops,
+    plan_edits,
+    protected_ids,
+)
+
+__all__ = [
+    "ROLES",
+    "AppliedEdit",
+    "EditOp",
+    "EditPlan",
+    "EditRejected",
+    "Reason",
+    "apply_edits",
+    "check_rewritable",
+    "is_edited",
+    "is_note",
+    "note",
+    "parse_ops",
+    "plan_edits",
+    "protected_ids",
+]

@@ -1,0 +1,99 @@
+"""Apply an edit action inside a middleware hook: archive, persist, record.
+
+``yield from apply_edits(view, ctx, operations, archive=..., source=self.name)``
+inside a ``before`` hook returns the view the node should see. In order:
+
+1. plan (:func:`~langgraph_ctx.edits.core.plan_edits`); an invalid action is
+   recorded as ``edit_rejected`` with its reason and the view is returned as
+   it was: nothing persisted, nothing archived;
+2. archive every original leaving the active state (same thread, namespace
+   and ids), before anything else: if the archive fails, ``edit_failed`` is
+   recorded and, again, nothing changes;
+3. persist the new history (it lands with the node's update, in the same
+   step: a crash before the step commits leaves the old history, and the
+   re-run archives the same ids again, a no-op);
+4. record ``context_edit`` with every operation and its rationale: the
+   rationale goes to the ledger only, never into a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
+
+from langgraph_ctx.edits.core import EditPlan, EditRejected, plan_edits
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.storage.archive import MessageArchive
+
+
+def check_rewritable(builder: Any, middleware: str) -> None:
+    """Refuse, at wiring, a graph whose ``messages`` an edit cannot rewrite.
+
+    For a middleware's ``check_graph``: the update :meth:`EditPlan.update` writes
+    starts with ``RemoveMessage(REMOVE_ALL)``, which a ``DeltaChannel`` reducer
+    ignores: the history would never shrink, and every edit would add copies.
+    """
+    channel = builder.channels.get("messages")
+    kind = type(channel).__name__ if channel is not None else None
+    if kind is None or kind == "DeltaChannel":
+        why = "has no 'messages'" if kind is None else "keeps 'messages' in a DeltaChannel"
+        raise ConfigurationError(
+            middleware,
+            f"the graph's state {why}, which edits cannot rewrite; use "
+            "Annotated[list[AnyMessage], add_messages] (as ContextState does)",
+        )
+
+
+def apply_edits(
+    view: View,
+    ctx: CallContext,
+    operations: Iterable[Any],
+    *,
+    archive: MessageArchive,
+    source: str,
+    pin_task: bool = True,
+    data: dict[str, Any] | None = None,
+) -> Hook[tuple[View, EditPlan | None]]:
+    """Apply ``operations`` to ``view["messages"]``; returns the new view and the plan.
+
+    The plan is ``None`` when nothing changed (rejected, failed, or no
+    operation). ``data`` is added to the ledger entry (a trigger, a round).
+    """
+    messages = list(view.get("messages") or ())
+    extra = data or {}
+    try:
+        plan = plan_edits(messages, operations, pin_task=pin_task)
+    except EditRejected as exc:
+        ctx.record(
+            "edit_rejected",
+            {"source": source, "reason": exc.reason, "op": exc.op, "detail": exc.detail, **extra},
+        )
+        return view, None
+    if not plan.changed:
+        return view, None
+    thread, namespace = ctx.thread_id or "default", graph_namespace(ctx.config)
+    put = partial(archive.put, thread, plan.removed, reason="edited", namespace=namespace)
+    aput = partial(archive.aput, thread, plan.removed, reason="edited", namespace=namespace)
+    try:
+        yield IOCall(put, aput)
+    except Exception as exc:
+        ctx.record(
+            "edit_failed",
+            {"source": source, "reason": "archive", "error": f"{type(exc).__name__}: {exc}"},
+        )
+        return view, None
+    ctx.persist(source, messages=plan.update())
+    count = ctx.session.cache.count_of
+    before = sum(count(m) for m in plan.removed)
+    ctx.session.cache.forget([str(m.id) for m in plan.removed])
+    added = {a.new_id for a in plan.applied if a.new_id}
+    after = sum(count(m) for m in plan.messages if m.id in added)
+    if ctx.usage is not None:
+        ctx.adjust_usage("messages", after - before)
+    ctx.record(
+        "context_edit",
+        {**plan.ledger(), "source": source, "tokens_before": before, "tokens_after": after} | extra,
+    )
+    return view.replace(messages=plan.messages), plan

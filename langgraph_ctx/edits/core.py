@@ -1,0 +1,427 @@
+"""Plan a list of edit operations on a message history: validate, widen, rebuild. Pure.
+
+An operation is ``{ids, role, rationale, new_content}`` (``justification`` is
+accepted for ``rationale``: the AdaCoM fork's name):
+
+- empty ``new_content`` (or only whitespace) **deletes** the targets;
+- one target with content **rewrites** it, at its place;
+- several targets **merge** into one message at the place of the first of them
+  in the history (not in the list), the others removed;
+- every message no operation targets is copied as it is.
+
+Guarantees, whoever calls it:
+
+- **Pairs stay whole, by widening.** An operation that would leave a tool call
+  without its result, or a result without its call (deleting or merging part of
+  an exchange, or giving one of its messages another role), is widened to the
+  whole exchange: the assistant message and every result answering it, parallel
+  calls included. Widening rather than refusing, because the usual edits
+  ("drop this stale result", "merge these results into a digest") name the
+  results only, and refusing them would refuse nearly every useful action. A
+  rewrite that keeps the role (a tool result stays a tool result with its
+  ``tool_call_id``; an assistant message keeps its ``tool_calls``) is not
+  widened. Widening is listed in the plan (``widened``) and so in the ledger.
+- **Pinned messages are never edited**: system messages (except summaries and
+  what an earlier edit produced), the session's first user message (the task),
+  anything :func:`~langgraph_ctx.markers.pin`-ned, and the exchanges they belong
+  to. The working note (:func:`is_note`) may be rewritten, never deleted or
+  merged away.
+- **All or nothing.** Any invalid operation rejects the whole list with an
+  :class:`EditRejected` naming the reason and the operation; the input list is
+  never changed.
+
+Edited messages get new ids derived from what made them (so a step LangGraph
+re-runs after a crash produces the same ids), and an ``edited`` mark naming
+the ids they replace; originals keep their ids, for the archive. Rationales
+stay in the plan for the ledger and never enter a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from langgraph_ctx.compression._tiers import split_tiers, tool_units
+from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.markers import KEY
+
+Reason = Literal[
+    "malformed",
+    "missing_field",
+    "content_not_text",
+    "unknown_id",
+    "duplicate_id",
+    "bad_role",
+    "role_position",
+    "pinned",
+    "note_protected",
+    "conflict",
+]
+"""Why an action was rejected (``EditRejected.reason``)."""
+
+ROLES = {"system": "system", "user": "human", "human": "human", "assistant": "ai", "ai": "ai"}
+ROLES["tool"] = "tool"
+"""Accepted role names (OpenAI's and LangChain's), to LangChain message types."""
+
+
+class EditRejected(ContextRunError):
+    """An edit action was invalid; nothing was changed.
+
+    ``reason`` is one of :data:`Reason`; ``op`` the index of the offending
+    operation (``None`` for the action as a whole); ``detail`` says what is wrong.
+    """
+
+    def __init__(self, reason: Reason, detail: str, op: int | None = None) -> None:
+        where = "" if op is None else f"operation {op}: "
+        super().__init__(f"edit rejected ({reason}): {where}{detail}")
+        self.reason: Reason = reason
+        self.detail = detail
+        self.op = op
+
+
+@dataclass(frozen=True, slots=True)
+class EditOp:
+    """One operation, validated in shape (see :func:`parse_ops`)."""
+
+    ids: tuple[str, ...]
+    role: str | None
+    rationale: str
+    new_content: str
+
+    @property
+    def kind(self) -> Literal["delete", "rewrite", "merge"]:
+        if not self.new_content.strip():
+            return "delete"
+        return "rewrite" if len(self.ids) == 1 else "merge"
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedEdit:
+    """What one operation did, after widening: the ledger's record of it."""
+
+    kind: Literal["delete", "rewrite", "merge"]
+    ids: tuple[str, ...]
+    """Every message it replaced or removed, in history order."""
+    widened: tuple[str, ...]
+    """Ids added to the operation's own to keep tool exchanges whole."""
+    role: str | None
+    rationale: str
+    new_id: str | None
+    """The id of the message it produced (``None`` for a deletion)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EditPlan:
+    """The history after an action, and what it takes out of the active state."""
+
+    messages: list[BaseMessage]
+    removed: list[BaseMessage] = field(default_factory=list)
+    """Originals leaving the active state, in history order: archive them first."""
+    applied: list[AppliedEdit] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+    def update(self) -> list[AnyMessage | RemoveMessage]:
+        """The ``messages`` state update that writes this history (for ``ctx.persist``).
+
+        The whole list after ``RemoveMessage(REMOVE_ALL)``, as compression writes
+        its rewrite: ``add_messages`` appends a new id at the end, and an edited
+        message must land where its originals were."""
+        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *self.messages]  # type: ignore[list-item]
+
+    def ledger(self) -> dict[str, Any]:
+        """The ledger entry's data: every operation, with its rationale."""
+        return {
+            "operations": [
+                {
+                    "kind": a.kind,
+                    "ids": list(a.ids),
+                    "widened": list(a.widened),
+                    "role": a.role,
+                    "rationale": a.rationale,
+                    "new_id": a.new_id,
+                }
+                for a in self.applied
+            ],
+            "removed": [str(m.id) for m in self.removed],
+        }
+
+
+# -- marks ---------------------------------------------------------------------
+
+
+def note(message: BaseMessage) -> BaseMessage:
+    """Mark ``message`` as the working note: rewritable, never deleted. Returns it."""
+    marks = message.additional_kwargs.get(KEY)
+    message.additional_kwargs[KEY] = {**(marks if isinstance(marks, dict) else {}), "note": True}
+    return message
+
+
+def is_note(message: BaseMessage) -> bool:
+    marks = message.additional_kwargs.get(KEY)
+    return isinstance(marks, dict) and bool(marks.get("note"))
+
+
+def is_edited(message: BaseMessage) -> bool:
+    """Whether ``message`` was produced by an edit (its originals are archived)."""
+    marks = message.additional_kwargs.get(KEY)
+    return isinstance(marks, dict) and "edited" in marks
+
+
+def protected_ids(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> set[str]:
+    """Ids no operation may touch: pinned messages and their exchanges (not the note)."""
+    # System messages an edit produced are the manager's own: it may edit them again.
+    pinned = split_tiers(messages, pin_task=pin_task).pinned
+    return {
+        str(m.id)
+        for m in pinned
+        if not is_note(m) and not (m.type == "system" and is_edited(m) and not _pinned_mark(m))
+    }
+
+
+def _pinned_mark(message: BaseMessage) -> bool:
+    marks = message.additional_kwargs.get(KEY)
+    return isinstance(marks, dict) and bool(marks.get("pinned"))
+
+
+# -- parsing -------------------------------------------------------------------
+
+
+def parse_ops(raw: Iterable[Any]) -> list[EditOp]:
+    """Operations from dicts (JSON), pydantic models or :class:`EditOp`; shape only.
+
+    Raises :class:`EditRejected` for a missing field, ids that are not a
+    non-empty list of strings, or content that is not text.
+    """
+    if isinstance(raw, (str, bytes, Mapping)):
+        raise EditRejected("malformed", f"expected a list of operations, got {type(raw).__name__}")
+    return [_parse_one(i, item) for i, item in enumerate(raw)]
+
+
+def _parse_one(i: int, item: Any) -> EditOp:
+    if isinstance(item, EditOp):
+        return item
+    if hasattr(item, "model_dump"):
+        item = item.model_dump()
+    if not isinstance(item, Mapping):
+        raise EditRejected("malformed", f"expected an object, got {type(item).__name__}", i)
+    if "rationale" not in item and "justification" in item:
+        item = {**item, "rationale": item["justification"]}
+    missing = [k for k in ("ids", "role", "rationale", "new_content") if k not in item]
+    if missing:
+        raise EditRejected("missing_field", f"missing {missing}", i)
+    ids = item["ids"]
+    if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
+        raise EditRejected("malformed", f"'ids' must be a non-empty list, got {ids!r}", i)
+    if not all(isinstance(x, str) and x for x in ids):
+        raise EditRejected("malformed", f"every id must be a non-empty string, got {ids!r}", i)
+    content = item["new_content"]
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise EditRejected(
+            "content_not_text", f"'new_content' must be text, got {type(content).__name__}", i
+        )
+    role, rationale = item["role"], item["rationale"]
+    if role is not None and not isinstance(role, str):
+        raise EditRejected("bad_role", f"'role' must be a string, got {role!r}", i)
+    if not isinstance(rationale, str):
+        raise EditRejected("malformed", f"'rationale' must be text, got {rationale!r}", i)
+    return EditOp(ids=tuple(ids), role=role, rationale=rationale, new_content=content)
+
+
+# -- planning ------------------------------------------------------------------
+
+
+def plan_edits(
+    messages: Sequence[BaseMessage], operations: Iterable[Any], *, pin_task: bool = True
+) -> EditPlan:
+    """Validate ``operations`` against ``messages`` and build the history after them.
+
+    Raises :class:`EditRejected` (and changes nothing) if any operation is invalid.
+    """
+    ops = parse_ops(operations)
+    position = {str(m.id): i for i, m in enumerate(messages) if m.id}
+    _check_ids(ops, position)
+    protected = protected_ids(messages, pin_task=pin_task)
+    units = _unit_of(messages)
+    targets: list[list[int]] = []
+    widened: list[tuple[str, ...]] = []
+    for i, op in enumerate(ops):
+        where = sorted(position[x] for x in op.ids)
+        _check_protected(i, op, [messages[p] for p in where], protected)
+        extra = _widen(op, where, messages, units)
+        widened.append(tuple(str(messages[p].id) for p in extra))
+        targets.append(sorted({*where, *extra}))
+    _check_overlap(targets, messages)
+    for i, (op, where) in enumerate(zip(ops, targets, strict=True)):
+        _check_protected(i, op, [messages[p] for p in where], protected)
+        _check_role(i, op, [messages[p] for p in where])
+    return _build(messages, ops, targets, widened)
+
+
+def _check_ids(ops: Sequence[EditOp], position: Mapping[str, int]) -> None:
+    seen: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        for x in op.ids:
+            if x not in position:
+                raise EditRejected("unknown_id", f"no message has id {x!r}", i)
+            if x in seen:
+                where = "twice in it" if seen[x] == i else f"also in operation {seen[x]}"
+                raise EditRejected("duplicate_id", f"id {x!r} appears {where}", i)
+            seen[x] = i
+
+
+def _check_protected(
+    i: int, op: EditOp, targets: Sequence[BaseMessage], protected: set[str]
+) -> None:
+    for m in targets:
+        if str(m.id) in protected:
+            raise EditRejected(
+                "pinned", f"message {m.id!r} ({m.type}) is pinned and is never edited", i
+            )
+        if is_note(m) and (op.kind != "rewrite" or len(targets) > 1):
+            raise EditRejected(
+                "note_protected",
+                f"the working note {m.id!r} may be rewritten, never deleted or merged",
+                i,
+            )
+
+
+def _unit_of(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
+    """Position -> the positions of its tool exchange (the call and its results)."""
+    index = {id(m): i for i, m in enumerate(messages)}
+    out: dict[int, list[int]] = {}
+    for unit in tool_units(messages):
+        where = sorted(index[id(m)] for m in unit)
+        for p in where:
+            out[p] = where
+    return out
+
+
+def _widen(
+    op: EditOp, where: list[int], messages: Sequence[BaseMessage], units: dict[int, list[int]]
+) -> list[int]:
+    if op.kind == "rewrite" and _keeps_role(op.role, messages[where[0]]):
+        return []  # same message, same place, same pairing: nothing to widen
+    extra = {p for w in where for p in units.get(w, ())}
+    return sorted(extra - set(where))
+
+
+def _keeps_role(role: str | None, message: BaseMessage) -> bool:
+    return role is None or ROLES.get(role.lower()) == message.type
+
+
+def _check_overlap(targets: Sequence[list[int]], messages: Sequence[BaseMessage]) -> None:
+    owner: dict[int, int] = {}
+    for i, where in enumerate(targets):
+        for p in where:
+            if p in owner:
+                raise EditRejected(
+                    "conflict",
+                    f"keeping tool exchanges whole makes it and operation {owner[p]} both "
+                    f"edit message {messages[p].id!r}",
+                    i,
+                )
+            owner[p] = i
+
+
+def _check_role(i: int, op: EditOp, targets: Sequence[BaseMessage]) -> None:
+    if op.kind == "delete":
+        return
+    if op.role is None:
+        if len(targets) == 1:
+            return  # a rewrite that keeps the role
+        raise EditRejected("bad_role", "a merge needs a role", i)
+    role = ROLES.get(op.role.lower())
+    if role is None:
+        raise EditRejected("bad_role", f"unknown role {op.role!r}; use one of {sorted(ROLES)}", i)
+    if role == "tool" and not (len(targets) == 1 and targets[0].type == "tool"):
+        raise EditRejected(
+            "role_position",
+            "a tool message must answer a tool call: only a tool result may be rewritten "
+            "as one (one target, which keeps its tool_call_id)",
+            i,
+        )
+
+
+def _build(
+    messages: Sequence[BaseMessage],
+    ops: Sequence[EditOp],
+    targets: Sequence[list[int]],
+    widened: Sequence[tuple[str, ...]],
+) -> EditPlan:
+    first: dict[int, BaseMessage | None] = {}
+    applied: list[AppliedEdit] = []
+    for op, where, extra in zip(ops, targets, widened, strict=True):
+        originals = [messages[p] for p in where]
+        made = None if op.kind == "delete" else _made(op, originals)
+        first[where[0]] = made
+        for p in where[1:]:
+            first[p] = None
+        applied.append(
+            AppliedEdit(
+                kind=op.kind,
+                ids=tuple(str(m.id) for m in originals),
+                widened=extra,
+                role=None if made is None else made.type,
+                rationale=op.rationale,
+                new_id=None if made is None else str(made.id),
+            )
+        )
+    out: list[BaseMessage] = []
+    for p, m in enumerate(messages):
+        if p not in first:
+            out.append(m)
+        elif (made := first[p]) is not None:
+            out.append(made)
+    removed = [messages[p] for p in sorted(first)]
+    return EditPlan(messages=out, removed=removed, applied=applied)
+
+
+def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:
+    sources = [str(m.id) for m in originals]
+    digest = hashlib.sha1(
+        json.dumps([sources, op.role, op.new_content]).encode(), usedforsecurity=False
+    ).hexdigest()[:16]
+    new_id = f"edit-{digest}"
+    head = originals[0]
+    marks: dict[str, Any] = {"edited": {"from": sources}}
+    if any(is_note(m) for m in originals):
+        marks["note"] = True
+    if len(originals) == 1 and _keeps_role(op.role, head):
+        old = head.additional_kwargs.get(KEY)
+        kept = {k: v for k, v in (old if isinstance(old, dict) else {}).items() if k == "pinned"}
+        return head.model_copy(
+            update={
+                "content": op.new_content,
+                "id": new_id,
+                "additional_kwargs": {**head.additional_kwargs, KEY: {**kept, **marks}},
+            }
+        )
+    role = ROLES[str(op.role).lower()]
+    kwargs: dict[str, Any] = {"id": new_id, "additional_kwargs": {KEY: marks}}
+    if role == "system":
+        return SystemMessage(op.new_content, **kwargs)
+    if role == "human":
+        return HumanMessage(op.new_content, **kwargs)
+    if role == "ai":
+        return AIMessage(op.new_content, **kwargs)
+    # A tool role with one tool target keeps the role (handled above); _check_role
+    # refused every other tool role.
+    raise AssertionError(f"unreachable role {role!r}")

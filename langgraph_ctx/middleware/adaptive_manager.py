@@ -1,0 +1,267 @@
+"""AdaCoM: an external manager edits the agent's context before its call.
+
+Before the agent's call, when a trigger fires, a manager (any LangChain chat
+model through :class:`~langgraph_ctx.strategies.ChatModelManager`, or a
+deterministic policy such as :class:`~langgraph_ctx.strategies.OfflinePolicy`)
+gets the context as an ordered list with ids and roles, a background paragraph
+you set, and returns edit operations; the edit core
+(:func:`~langgraph_ctx.edits.apply_edits`) applies them with its guarantees:
+originals archived first, tool pairs whole, pinned messages and the working
+note safe, all or nothing.
+
+Triggers (the paper runs the manager on every step; its limitations section
+proposes the first two to cut that cost):
+
+- every ``every`` rounds (calls of this node);
+- pre-flight's utilization at or above ``utilization``;
+- always, a new tool result over ``extract_threshold`` tokens (the paper's
+  extract: keep what the task needs before the agent reads it).
+
+The working note is one pinned message right after the task, which the
+manager maintains (rewrites); it is added, with a placeholder text, the first
+time the manager changes anything. A manager that raises, times out or answers
+an invalid action leaves the context as it was, the reason in the ledger
+(``manager_failed``, ``edit_rejected``), and the agent's call goes on.
+
+Ledger: one entry per manager call: ``context_edit`` (what changed, with each
+operation's rationale), ``manager_unchanged``, ``edit_rejected`` or
+``manager_failed``; each carries the round and the triggers.
+
+The round count lives in the session's memory: after a process restart it
+starts again at 0, so the next scheduled call is at most ``every`` rounds late;
+the utilization and extract triggers read the state and are unaffected.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langgraph_ctx.edits import (
+    apply_edits,
+    check_rewritable,
+    is_edited,
+    is_note,
+    note,
+    protected_ids,
+)
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import pin
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.strategies import (
+    NOTE_TITLE,
+    ChatModelManager,
+    ContextManagerPolicy,
+    ManagerRequest,
+    OfflinePolicy,
+)
+
+NOTE_ID = "lgctx-working-note"
+"""The id of the working note until the manager first rewrites it."""
+NOTE_PLACEHOLDER = f"{NOTE_TITLE}\n(nothing recorded yet)"
+
+
+class AdaptiveContextManager(Middleware):
+    """Runs an AdaCoM manager before the agent's call and applies its edits."""
+
+    name = "adacom"
+    priority = 30
+    """Compression's slot: after pre-flight (its trigger) and tool eviction, before
+    recall, whose ephemeral block must never reach the persisted rewrite."""
+    default_nodes = ("call_llm",)
+    requires = (PreflightCheck,)
+    reads = ("messages",)
+    writes = ("messages", "context_ledger")
+
+    def __init__(
+        self,
+        *,
+        manager: ContextManagerPolicy | BaseChatModel | None = None,
+        archive: MessageArchive | None = None,
+        every: int | None = 3,
+        utilization: float | None = 0.7,
+        target_utilization: float = 0.75,
+        extract_threshold: int | None = 2_000,
+        extract_tokens: int = 500,
+        background: str = "",
+        timeout: float | None = 30.0,
+        preview_chars: int = 2_000,
+        pin_task: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """
+        Args:
+            manager: a chat model (asked through structured output), a policy
+                with ``propose``/``apropose``, or ``None`` for the offline policy.
+            archive: where edited and deleted originals go. Default: in-process.
+            every: run every this many rounds; ``None``: never on a schedule.
+            utilization: run when pre-flight's utilization reaches it; ``None``: never.
+            target_utilization: where a manager under pressure should bring it back
+                to, as a share of ``utilization`` (the request's ``excess_tokens``):
+                well under the trigger, so the next run is not the next call.
+            extract_threshold: a new tool result over this many tokens always
+                triggers the manager, which is asked to extract it; ``None``: off.
+            extract_tokens: about how large an extraction should be.
+            background: a paragraph added to the manager's instructions (what
+                the agent is for, what matters in its results).
+            timeout: seconds the manager may take; past them the context stays.
+            preview_chars: characters of each message the manager is shown.
+            pin_task: the session's first user message is pinned.
+        """
+        super().__init__(**kwargs)
+        for label, value in (("every", every), ("extract_threshold", extract_threshold)):
+            if value is not None and value < 1:
+                raise ConfigurationError(label, f"must be >= 1 or None, got {value}")
+        if utilization is not None and not 0.0 < utilization <= 1.0:
+            raise ConfigurationError("utilization", f"must be in (0, 1] or None, got {utilization}")
+        if not 0.0 < target_utilization <= 1.0:
+            raise ConfigurationError(
+                "target_utilization", f"must be in (0, 1], got {target_utilization}"
+            )
+        if extract_tokens < 20:
+            raise ConfigurationError("extract_tokens", f"must be >= 20, got {extract_tokens}")
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError("timeout", f"must be > 0 or None, got {timeout}")
+        if isinstance(manager, BaseChatModel):
+            manager = ChatModelManager(manager)
+        self.manager: ContextManagerPolicy = manager if manager is not None else OfflinePolicy()
+        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
+        self.every = every
+        self.utilization = utilization
+        self.target_utilization = target_utilization
+        self.extract_threshold = extract_threshold
+        self.extract_tokens = extract_tokens
+        self.background = background
+        self.timeout = timeout
+        self.preview_chars = preview_chars
+        self.pin_task = pin_task
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        check_rewritable(builder, type(self).__name__)
+
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        key = f"{self.name}:rounds"
+        rounds = ctx.session.scratch[key] = ctx.session.scratch.get(key, 0) + 1
+        utilization = ctx.measured().utilization
+        oversized = self._oversized(messages, ctx)
+        triggers = self._triggers(rounds, utilization, oversized)
+        if not triggers:
+            return view
+        staged = _with_note(messages)
+        request = self._request(staged, ctx, triggers, oversized, rounds, utilization)
+        about = {"round": rounds, "triggers": list(triggers)}
+        started = time.perf_counter()
+        try:
+            ops = yield IOCall(
+                partial(self.manager.propose, request),
+                partial(self.manager.apropose, request),
+                timeout=self.timeout,
+            )
+        except Exception as exc:
+            reason = "timeout" if isinstance(exc, TimeoutError) else "error"
+            ctx.record(
+                "manager_failed",
+                {**about, "reason": reason, "error": f"{type(exc).__name__}: {exc}"},
+            )
+            return view
+        about["manager_seconds"] = round(time.perf_counter() - started, 4)
+        if not ops:
+            ctx.record("manager_unchanged", about)
+            return view
+        edited, plan = yield from apply_edits(
+            view.replace(messages=staged),
+            ctx,
+            ops,
+            archive=self.archive,
+            source=self.name,
+            pin_task=self.pin_task,
+            data=about,
+        )
+        # Rejected, or the archive failed: the view as it came, without the staged note.
+        return view if plan is None else edited
+
+    def original(
+        self, thread_id: str, message_id: str, *, namespace: str = ""
+    ) -> BaseMessage | None:
+        """Any message this middleware's edits removed from a thread's active state."""
+        return self.archive.get(thread_id, message_id, namespace=namespace)
+
+    # -- the steps -------------------------------------------------------------
+
+    def _triggers(
+        self, rounds: int, utilization: float, oversized: Sequence[str]
+    ) -> tuple[str, ...]:
+        found = []
+        if self.every is not None and rounds % self.every == 0:
+            found.append("every_k_rounds")
+        if self.utilization is not None and utilization >= self.utilization:
+            found.append("utilization")
+        if oversized:
+            found.append("oversized_result")
+        return tuple(found)
+
+    def _oversized(self, messages: Sequence[BaseMessage], ctx: CallContext) -> tuple[str, ...]:
+        """Tool results the agent has not read yet (after its last message), over the threshold."""
+        if self.extract_threshold is None:
+            return ()
+        last = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+        count = ctx.session.cache.count_of
+        return tuple(
+            str(m.id)
+            for m in messages[last + 1 :]
+            if isinstance(m, ToolMessage)
+            and m.id
+            and not is_edited(m)
+            and count(m) > self.extract_threshold
+        )
+
+    def _request(
+        self,
+        messages: list[BaseMessage],
+        ctx: CallContext,
+        triggers: tuple[str, ...],
+        oversized: tuple[str, ...],
+        rounds: int,
+        utilization: float,
+    ) -> ManagerRequest:
+        count = ctx.session.cache.count_of
+        note_msg = next(m for m in messages if is_note(m))
+        report = ctx.measured()
+        excess = 0
+        if self.utilization is not None:
+            # Raw tokens, as the cache counts them: the report is calibrated.
+            goal = self.utilization * self.target_utilization * report.window
+            excess = max(0, int((report.total - goal) / max(report.calibration, 1e-6)))
+        return ManagerRequest(
+            messages=messages,
+            tokens={str(m.id): count(m) for m in messages if m.id},
+            protected=frozenset(protected_ids(messages, pin_task=self.pin_task)),
+            task=next((m for m in messages if m.type == "human"), None) if self.pin_task else None,
+            note_id=str(note_msg.id),
+            triggers=triggers,
+            oversized=oversized,
+            round=rounds,
+            utilization=round(utilization, 4),
+            excess_tokens=excess,
+            background=self.background,
+            extract_tokens=self.extract_tokens,
+            preview_chars=self.preview_chars,
+        )
+
+
+def _with_note(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with a working note right after the task (a placeholder if none)."""
+    if any(is_note(m) for m in messages):
+        return messages
+    task = next((i for i, m in enumerate(messages) if m.type == "human"), None)
+    at = task + 1 if task is not None else sum(1 for m in messages if m.type == "system")
+    placeholder = pin(note(HumanMessage(NOTE_PLACEHOLDER, id=NOTE_ID)))
+    return [*messages[:at], placeholder, *messages[at:]]

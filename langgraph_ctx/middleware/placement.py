@@ -1,0 +1,199 @@
+"""Provider placement: what the pipeline adds reaches the model in a form every provider accepts.
+
+The checkpointed history keeps our messages where compression put them and
+marked as they are: ``[Conversation Summary]`` system messages between the
+pinned messages and the protected window, so compression, ``inspect`` and
+recall still find them. Providers disagree on system messages in the middle of
+a conversation: OpenAI, Mistral, Ollama and Groq take them where they are;
+Google and Bedrock hoist every one into the system prompt; Anthropic refuses
+the request (``Received multiple non-consecutive system messages``). So the
+prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
+
+- **stable** context: system messages after the leading ones that are not
+  per-call (summaries, meta-summaries, a pinned system message). With
+  ``"system"`` (the default) they are merged, in order, into the one leading
+  system message; with ``"pair"`` each run of them becomes a user message and
+  an assistant acknowledgement, where it was (as LangChain's
+  ``SummarizationMiddleware`` puts its summary in a user message). Either way
+  they form, with the system prompt and the pinned messages, a prefix that
+  stays byte-identical from one compression to the next: what a provider's
+  prompt cache serves.
+- **per-call** context: messages marked ephemeral (the recall block, the
+  current thought, the ``think`` instructions), which change on every call. They
+  go into the last user message, in front of its text: after the whole stable
+  prefix and the earlier history, so they cost the cache only the current turn.
+  Never a message of their own, so no provider sees two user turns in a row or a
+  user turn after a tool result it would reject.
+- a ``[plan]`` note (an assistant message) is folded into the assistant message
+  right after it, so no provider sees two assistant turns in a row.
+
+Tool calls and their results, pinned messages and compacted tool results are
+left as they are. ``"none"`` leaves the prompt untouched.
+
+:class:`ProviderPlacement` applies it to the view of its nodes and runs innermost
+(after recall), and tells the built-in nodes (``call_llm``, ``think``), which add
+their own system prompt and thought after the middleware ran, to apply it to the
+final prompt as well (:func:`final_placement`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import KEY, is_ephemeral
+from langgraph_ctx.pipeline import CallContext, Middleware, View, current_context
+
+Placement = Literal["system", "pair", "none"]
+PLACEMENTS: tuple[str, ...] = get_args(Placement)
+ANNOTATION = "placement"
+"""``ctx.annotations`` key: the placement the nodes apply to the prompt they build."""
+ACKNOWLEDGEMENT = "Understood."
+
+
+class ProviderPlacement(Middleware):
+    """Places summaries and per-call context where every provider accepts them."""
+
+    name = "placement"
+    priority = 1000
+    """Innermost: after recall (40) and anything else that adds messages."""
+
+    def __init__(self, placement: Placement = "system", **kwargs: Any) -> None:
+        """
+        Args:
+            placement: ``"system"`` (summaries merged into the leading system
+                message), ``"pair"`` (a user/assistant pair each), or ``"none"``.
+        """
+        super().__init__(**kwargs)
+        self.placement = check_placement(placement, "ProviderPlacement.placement")
+
+    def before(self, view: View, ctx: CallContext) -> View:
+        ctx.annotations[ANNOTATION] = self.placement
+        messages = view.get("messages")
+        if not messages:
+            return view
+        return view.replace(messages=place_messages(messages, self.placement))
+
+
+def check_placement(value: object, field: str) -> Placement:
+    if value not in PLACEMENTS:
+        raise ConfigurationError(field, f"must be one of {list(PLACEMENTS)}, got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def final_placement(default: Placement | None) -> Placement | None:
+    """The placement a node applies to its final prompt: the one :class:`ProviderPlacement`
+    chose for this call, else the node's own ``default`` (``None``: leave it as is)."""
+    ctx = current_context()
+    chosen = ctx.annotations.get(ANNOTATION) if ctx is not None else None
+    return chosen if chosen in PLACEMENTS else default
+
+
+def place_messages(
+    messages: Sequence[BaseMessage], placement: Placement = "system"
+) -> list[BaseMessage]:
+    """``messages`` as a prompt every major provider accepts (see the module docstring).
+
+    Deterministic: the same history gives the same bytes, so a prompt cache keeps
+    hitting. Applying it again to its own output changes nothing but the order of
+    per-call blocks already merged.
+    """
+    if placement == "none":
+        return list(messages)
+    lead: list[BaseMessage] = []
+    i = 0
+    while i < len(messages) and _is_stable_system(messages[i]):
+        lead.append(messages[i])
+        i += 1
+    per_call: list[BaseMessage] = []
+    body: list[BaseMessage] = []
+    deferred: list[BaseMessage] = []  # stable system messages met inside a tool exchange
+    open_calls: set[str] = set()
+    for m in messages[i:]:
+        if is_ephemeral(m):
+            per_call.append(m)
+            continue
+        if m.type == "system":
+            if placement == "system":
+                lead.append(m)
+            elif open_calls:
+                deferred.append(m)
+            else:
+                body += _pair([m])
+            continue
+        body.append(m)
+        if isinstance(m, AIMessage) and m.tool_calls:
+            open_calls = {str(c.get("id")) for c in m.tool_calls}
+        elif m.type == "tool":
+            open_calls.discard(str(getattr(m, "tool_call_id", "")))
+        if not open_calls and deferred:
+            body += _pair(deferred)
+            deferred = []
+    body += _pair(deferred) if deferred else []
+    head = [_merge_system(lead)] if lead else []
+    return [*head, *_with_per_call(_fold_notes(body), per_call)]
+
+
+def _is_stable_system(m: BaseMessage) -> bool:
+    return m.type == "system" and not is_ephemeral(m)
+
+
+def _pair(stable: Sequence[BaseMessage]) -> list[BaseMessage]:
+    text = "\n\n".join(_text(m) for m in stable)
+    return [
+        HumanMessage(text, id=stable[0].id, additional_kwargs={KEY: {"placed": True}}),
+        AIMessage(ACKNOWLEDGEMENT, additional_kwargs={KEY: {"placed": True}}),
+    ]
+
+
+def _merge_system(lead: Sequence[BaseMessage]) -> BaseMessage:
+    if len(lead) == 1:
+        return lead[0]
+    return SystemMessage(_join([m.content for m in lead]), id=lead[0].id)
+
+
+def _with_per_call(body: list[BaseMessage], per_call: Sequence[BaseMessage]) -> list[BaseMessage]:
+    if not per_call:
+        return body
+    block = "\n\n".join(_text(m) for m in per_call)
+    at = next((j for j in range(len(body) - 1, -1, -1) if body[j].type == "human"), None)
+    if at is None:  # nothing to attach it to: it closes the prompt as a user message
+        return [*body, HumanMessage(block, additional_kwargs={KEY: {"placed": True}})]
+    last = body[at]
+    merged = last.model_copy(update={"content": _join([block, last.content])})
+    return [*body[:at], merged, *body[at + 1 :]]
+
+
+def _fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for m in body:
+        previous = out[-1] if out else None
+        if isinstance(m, AIMessage) and isinstance(previous, AIMessage) and _is_note(previous):
+            out[-1] = m.model_copy(update={"content": _join([previous.content, m.content])})
+        else:
+            out.append(m)
+    return out
+
+
+def _is_note(m: AIMessage) -> bool:
+    marks = m.additional_kwargs.get(KEY)
+    return isinstance(marks, dict) and bool(marks.get("note")) and not m.tool_calls
+
+
+def _text(m: BaseMessage) -> str:
+    return m.content if isinstance(m.content, str) else m.text
+
+
+def _join(contents: Sequence[str | list[Any]]) -> str | list[Any]:
+    """Contents joined by a blank line; content blocks (a ``cache_control`` mark, an
+    image) are kept as blocks rather than flattened."""
+    parts = [c for c in contents if c]
+    if all(isinstance(c, str) for c in parts):
+        return "\n\n".join(parts)  # type: ignore[arg-type]
+    blocks: list[Any] = []
+    for c in parts:
+        blocks += [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
+    return blocks

@@ -1,0 +1,277 @@
+"""Random sessions through a real compiled graph, with the invariants checked at
+every model call. Shared by the fuzz test (a CI-sized run) and
+``benchmarks/fuzz.py`` (the long run).
+
+A session is drawn from a seed: a window, a random order of middleware around
+pre-flight and compression, and a sequence of steps a new user (or a sloppy
+server) produces: plain, CJK and emoji text; multimodal content blocks; tool
+exchanges with unique or reused (``call_0``) ids, parallel calls, results out of
+order or before their call, a lost result, a result with no call, results larger
+than the whole window; and ``RemoveMessage`` from the user's own node.
+
+Invariants, at every call the model receives:
+
+- no orphan in either direction: every call immediately answered, once per id,
+  and no result without its call (what an OpenAI-style API accepts);
+- the task (the first user message) is present;
+- the prompt is within the budget's prompt limit;
+- after each step, nothing is lost: every message ever added and not removed by
+  the user is in the active state or the archive.
+
+A prompt that cannot fit (pinned content over the limit) may be refused with
+``BudgetExceededError``, but only before the model is called.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+
+from langgraph_ctx import (
+    Budget,
+    BudgetExceededError,
+    ContextState,
+    Pipeline,
+    PreflightCheck,
+    TieredCompression,
+    as_middleware,
+    call_llm_node,
+    pin,
+)
+from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+WINDOWS = (3_000, 4_000, 8_000)
+WORDS = [
+    "invoice",
+    "INV-2041",
+    "ACME Corp",
+    "shipment",
+    "2026-03-01",
+    "発注書",
+    "請求額は 4,200 円",
+    "納期",
+    "🚚",
+    "📦✅",
+    "ledger",
+    "Zürich",
+    "contract §4.2",
+    "refund",
+    "😀👍🏽",
+]
+
+
+class FuzzState(ContextState, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    remove: list[str]
+    """Ids the user's node removes this step."""
+
+
+def provider_rejects(messages: list[BaseMessage]) -> str | None:
+    """Why an OpenAI-style chat API would refuse ``messages``, or ``None``."""
+    expected: list[str] = []
+    for m in messages:
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in expected:
+                return f"tool message {m.id} answers no open call ({m.tool_call_id})"
+            expected.remove(m.tool_call_id)
+            continue
+        if expected:
+            return f"calls {expected} not answered before {m.type} message {m.id}"
+        if isinstance(m, AIMessage) and m.tool_calls:
+            expected = [str(c["id"]) for c in m.tool_calls]
+    return f"calls {expected} never answered" if expected else None
+
+
+@dataclass
+class Outcome:
+    """One session's result."""
+
+    seed: int
+    calls: int = 0
+    steps: int = 0
+    refused: int = 0
+    violations: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def _content(rng: random.Random, words: int) -> Any:
+    if rng.random() < 0.15:  # multimodal content blocks
+        return [
+            {"type": "text", "text": _text(rng, words)},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        ]
+    return _text(rng, words)
+
+
+def _rows(rng: random.Random, n: int) -> str:
+    return json.dumps(
+        [{"id": f"R-{k:05d}", "note": rng.choice(WORDS), "amount": k * 7} for k in range(n)],
+        ensure_ascii=False,
+    )
+
+
+class _Ids:
+    def __init__(self, seed: int) -> None:
+        self.n = 0
+        self.seed = seed
+
+    def __call__(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+
+def _tool_step(rng: random.Random, ids: _Ids, reuse: bool, kinds: set[str]) -> list[BaseMessage]:
+    width = rng.choice((1, 1, 1, 2, 3))
+    calls = []
+    for k in range(width):
+        call_id = f"call_{k}" if reuse else ids("call-")
+        calls.append({"name": rng.choice(("search", "lookup")), "args": {"q": k}, "id": call_id})
+    ai = AIMessage(_text(rng, rng.randint(0, 6)), tool_calls=calls, id=ids("c"))
+    results: list[BaseMessage] = []
+    for call in calls:
+        size = rng.choice((3, 10, 40, 150)) if rng.random() < 0.9 else rng.choice((900, 2_500))
+        if size >= 900:
+            kinds.add("oversized")
+        results.append(ToolMessage(_rows(rng, size), tool_call_id=call["id"], id=ids("r")))
+    roll = rng.random()
+    if roll < 0.1 and len(results) > 1:
+        results.reverse()
+        kinds.add("reordered")
+    elif roll < 0.15:
+        kinds.add("result_first")
+        return [results[0], ai, *results[1:]]
+    elif roll < 0.2:
+        kinds.add("lost_result")
+        results.pop()
+    elif roll < 0.25:
+        kinds.add("stray_result")
+        results.append(
+            ToolMessage("stray " + _text(rng, 5), tool_call_id=ids("ghost-"), id=ids("r"))
+        )
+    return [ai, *results]
+
+
+def build(seed: int) -> tuple[Any, ScriptedChatModel, TieredCompression, Budget, list[str]]:
+    rng = random.Random(seed)
+    window = rng.choice(WINDOWS)
+    budget = Budget.for_window(window)
+    model = ScriptedChatModel(default="ok", report_usage=False)
+    compression = TieredCompression(archive=InMemoryArchive())
+    order: list[str] = []
+
+    def noted(name: str) -> Any:
+        def mw(view: Any, ctx: Any, call_next: Any) -> Any:
+            order.append(name)
+            return call_next(view)
+
+        return mw
+
+    # Random priorities around pre-flight (10) and compression (30), ties
+    # included, and a random registration order.
+    extra = [
+        as_middleware(priority=rng.choice((0, 10, 20, 30, 45)), name=f"user{k}")(noted(f"user{k}"))
+        for k in range(rng.randint(0, 2))
+    ]
+    layers: list[Any] = [PreflightCheck(), compression, *extra]
+    rng.shuffle(layers)  # registration order, for ties
+    builder = StateGraph(FuzzState)
+    builder.add_node("prep", _prep)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "prep")
+    builder.add_edge("prep", "call_llm")
+    graph = Pipeline(layers, budget=budget).attach(builder).compile(checkpointer=InMemorySaver())
+    return graph, model, compression, budget, order
+
+
+def _prep(state: FuzzState) -> dict[str, Any]:
+    present = {m.id for m in state.get("messages", [])}
+    gone = [RemoveMessage(id=i) for i in state.get("remove") or [] if i in present]
+    return {"messages": gone, "remove": []}
+
+
+def run_session(seed: int, *, steps: int | None = None) -> Outcome:
+    """Run the session drawn from ``seed``; its outcome, with any violations."""
+    rng = random.Random(seed)
+    graph, model, compression, budget, _ = build(seed)
+    ids = _Ids(seed)
+    out = Outcome(seed=seed)
+    config = {"configurable": {"thread_id": f"fuzz-{seed}"}}
+    reuse = rng.random() < 0.4
+    if reuse:
+        out.kinds.add("reused_ids")
+    task = HumanMessage("Task: " + _text(rng, 12), id="task")
+    added: dict[str, BaseMessage] = {}
+    removed: set[str] = set()
+    pending: list[BaseMessage] = [task]
+    limit = budget.prompt_limit
+    for step in range(steps or rng.randint(4, 24)):
+        remove: list[str] = []
+        roll = rng.random()
+        if step and roll < 0.3:
+            pending.append(HumanMessage(_content(rng, rng.randint(3, 60)), id=ids("u")))
+        elif step and roll < 0.35 and added:
+            victim = rng.choice(sorted(added))
+            if victim != "task":
+                remove.append(victim)
+                out.kinds.add("user_remove")
+        elif step and roll < 0.38:
+            pinned = pin(HumanMessage(_text(rng, rng.randint(5, 40)), id=ids("p")))
+            pending.append(pinned)
+        else:
+            pending += _tool_step(rng, ids, reuse, out.kinds)
+        if any(isinstance(m.content, list) for m in pending):
+            out.kinds.add("multimodal")
+        before = len(model.calls)
+        try:
+            graph.invoke({"messages": pending, "remove": remove}, config)
+        except BudgetExceededError:
+            out.refused += 1
+            if len(model.calls) != before:
+                out.violations.append(f"step {step}: refused after the model was called")
+            break
+        finally:
+            for m in pending:
+                added[str(m.id)] = m
+            pending = []
+        removed.update(remove)
+        out.steps += 1
+        for call in model.calls[before:]:
+            out.calls += 1
+            sent = list(call.messages)
+            why = provider_rejects(sent)
+            if why:
+                out.violations.append(f"step {step}: orphan: {why}")
+            if not any(m.id == "task" for m in sent):
+                out.violations.append(f"step {step}: the task is missing")
+            tokens = COUNTER.count_messages(sent)
+            if tokens > limit:
+                out.violations.append(f"step {step}: prompt {tokens} > limit {limit}")
+        active = {str(m.id) for m in graph.get_state(config).values["messages"]}
+        thread = f"fuzz-{seed}"
+        for mid in added:
+            if mid in removed or mid in active:
+                continue
+            if compression.original(thread, mid) is None:
+                out.violations.append(f"step {step}: message {mid} lost")
+    return out

@@ -1,0 +1,31 @@
+"""The fuzz suite at a CI size: random sessions through a real compiled graph
+(see ``tests/fuzz_sessions.py`` for what is drawn and what is checked at every
+model call). The long run is ``benchmarks/fuzz.py``."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz_sessions import provider_rejects, run_session
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(4, 10))
+def test_random_sessions_keep_every_invariant_at_every_call(seed: int, steps: int) -> None:
+    outcome = run_session(seed, steps=steps)
+    assert outcome.calls or outcome.refused  # the session did run
+    assert outcome.violations == [], f"seed {seed}: {outcome.violations}"
+
+
+def test_the_orphan_check_catches_both_directions() -> None:
+    """The invariant itself must be able to fail."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    call = {"name": "f", "args": {}, "id": "call_0"}
+    result = ToolMessage("x", tool_call_id="call_0", id="r")
+    assert provider_rejects([HumanMessage("t", id="t"), result]) is not None
+    assert provider_rejects([AIMessage("", tool_calls=[call], id="c")]) is not None
+    pending = [AIMessage("", tool_calls=[call], id="c"), HumanMessage("t", id="t"), result]
+    assert provider_rejects(pending) is not None
+    assert provider_rejects([AIMessage("", tool_calls=[call], id="c"), result]) is None

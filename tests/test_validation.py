@@ -1,0 +1,125 @@
+"""Every built-in refuses a bad setting at construction, naming the parameter.
+
+Before, many of these were accepted and failed only when the graph ran (a string
+timeout inside the first recall, a ``bool`` as a turn count, a bare string as a
+node filter taken letter by letter), or never (a negative ratio as a number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from langgraph_ctx import (
+    Budget,
+    ConfigurationError,
+    MemoryRecall,
+    PreflightCheck,
+    SummaryObserver,
+    TieredCompression,
+    ToolEviction,
+)
+from langgraph_ctx.agent.subagents import SubAgentSpec
+from langgraph_ctx.budget import Zones
+from langgraph_ctx.compression.summarizers import ChatModelSummarizer
+from langgraph_ctx.retrieval.memory import MemoryBank
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tools import ToolRegistry
+
+MODEL = ScriptedChatModel(default="ok")
+BANK = MemoryBank()
+REGISTRY = ToolRegistry([])
+
+
+def spec(**overrides: Any) -> SubAgentSpec:
+    options: dict[str, Any] = {
+        "name": "helper",
+        "kind": "analysis",
+        "description": "Analyses.",
+        "system_prompt": "You analyse.",
+        "model": MODEL,
+    }
+    return SubAgentSpec(**{**options, **overrides})
+
+
+CASES: list[tuple[str, Callable[[Any], object], Any]] = [
+    # (the parameter, how to build with it, a bad value)
+    ("priority", lambda v: PreflightCheck(priority=v), "10"),
+    ("priority", lambda v: PreflightCheck(priority=v), 1.5),
+    ("nodes", lambda v: PreflightCheck(nodes=v), "call_llm"),
+    ("nodes", lambda v: PreflightCheck(nodes=v), ["call_llm", ""]),
+    ("name", lambda v: PreflightCheck(name=v), 3),
+    ("summarizer", lambda v: TieredCompression(summarizer=v), "extractive"),
+    ("archive", lambda v: TieredCompression(archive=v), {}),
+    ("target_utilization", lambda v: TieredCompression(target_utilization=v), "0.7"),
+    ("target_utilization", lambda v: TieredCompression(target_utilization=v), float("nan")),
+    ("protected_share", lambda v: TieredCompression(protected_share=v), 0.0),
+    ("max_summary_share", lambda v: TieredCompression(max_summary_share=v), True),
+    ("min_protected_turns", lambda v: TieredCompression(min_protected_turns=v), 2.5),
+    ("min_protected_turns", lambda v: TieredCompression(min_protected_turns=v), True),
+    ("expected_ratio", lambda v: TieredCompression(expected_ratio=v), "5"),
+    ("expected_ratio", lambda v: TieredCompression(expected_ratio=v), float("inf")),
+    ("summary_tokens", lambda v: TieredCompression(summary_tokens=v), 500),
+    ("summary_tokens", lambda v: TieredCompression(summary_tokens=v), (100, "2000")),
+    ("max_summary_layers", lambda v: TieredCompression(max_summary_layers=v), "4"),
+    ("pin_task", lambda v: TieredCompression(pin_task=v), "yes"),
+    ("summarizer_timeout", lambda v: TieredCompression(summarizer_timeout=v), 0),
+    ("summarizer_timeout", lambda v: TieredCompression(summarizer_timeout=v), "30"),
+    ("registry", lambda v: ToolEviction(v), ["search"]),
+    ("capacity", lambda v: ToolEviction(REGISTRY, capacity=v), -1),
+    ("capacity", lambda v: ToolEviction(REGISTRY, capacity=v), 4.0),
+    ("MemoryRecall.bank", lambda v: MemoryRecall(v), None),
+    ("MemoryRecall.timeout", lambda v: MemoryRecall(BANK, timeout=v), "2"),
+    ("MemoryRecall.timeout", lambda v: MemoryRecall(BANK, timeout=v), float("inf")),
+    ("MemoryRecall.max_tokens", lambda v: MemoryRecall(BANK, max_tokens=v), 0),
+    ("MemoryRecall.task_key", lambda v: MemoryRecall(BANK, task_key=v), ""),
+    ("SummaryObserver.bank", lambda v: SummaryObserver(v), object()),
+    ("SummaryObserver.timeout", lambda v: SummaryObserver(BANK, timeout=v), -1),
+    ("Budget.window", lambda v: Budget(window=v), "128000"),
+    ("Budget.messages", lambda v: Budget.for_window(8_000, messages=v), -5),
+    ("Budget.window", lambda v: Budget.for_window(4_000, messages=v), 10_000),
+    ("Zones.yellow", lambda v: Zones(yellow=v), "0.7"),
+    ("Zones.red", lambda v: Zones(red=v), 0.5),
+    ("model", lambda v: ChatModelSummarizer(v), "gpt-4o-mini"),
+    ("prompt", lambda v: ChatModelSummarizer(MODEL, prompt=v), ""),
+    ("timeout", lambda v: ChatModelSummarizer(MODEL, timeout=v), -1.0),
+    ("fallback", lambda v: ChatModelSummarizer(MODEL, fallback=v), "extractive"),
+    ("on_fallback", lambda v: ChatModelSummarizer(MODEL, on_fallback=v), "log"),
+    ("SubAgentSpec.name", lambda v: spec(name=v), "two words"),
+    ("SubAgentSpec.kind", lambda v: spec(kind=v), "wizard"),
+    ("SubAgentSpec.model", lambda v: spec(model=v), "gpt-4o"),
+    ("SubAgentSpec.max_steps", lambda v: spec(max_steps=v), 0),
+    ("SubAgentSpec.max_steps", lambda v: spec(max_steps=v), "12"),
+    ("SubAgentSpec.budget", lambda v: spec(budget=v), {"window": 1000}),
+    ("SubAgentSpec.tools", lambda v: spec(tools=v), ["search"]),
+    ("SubAgentSpec.children", lambda v: spec(children=v), ["helper"]),
+    ("SubAgentSpec.description", lambda v: spec(description=v), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("field", "build", "value"), CASES, ids=[f"{f}={v!r}" for f, _, v in CASES]
+)
+def test_a_bad_setting_is_refused_at_construction_naming_it(
+    field: str, build: Callable[[Any], object], value: Any
+) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        build(value)
+    assert info.value.field == field
+    assert field in str(info.value)
+
+
+def test_the_defaults_are_valid() -> None:
+    for make in (
+        PreflightCheck,
+        TieredCompression,
+        lambda: ToolEviction(REGISTRY),
+        lambda: MemoryRecall(BANK),
+        lambda: SummaryObserver(BANK),
+        Budget,
+        lambda: ChatModelSummarizer(MODEL),
+        spec,
+    ):
+        make()
