@@ -19,6 +19,7 @@ from langgraph_ctx.errors import (
 from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
+    BudgetAwareFolding,
     MemoryRecall,
     PreflightCheck,
     ProviderPlacement,
@@ -58,6 +59,7 @@ __all__ = [
     "AdaptiveContextManager",
     "ArtifactRef",
     "Budget",
+    "BudgetAwareFolding",
     "BudgetExceededError",
     "Calibration",
     "CallContext",

@@ -7,7 +7,8 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="bacm"``
+BACM's budget-aware folding (and its ``fold`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -40,6 +41,7 @@ from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
+    BudgetAwareFolding,
     MemoryRecall,
     PreflightCheck,
     ProviderPlacement,
@@ -96,6 +98,10 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"bacm"``: the agent is shown its budget before each observation and folds
+    past steps with a ``fold`` tool, the offline folding rule (or ``summary_model``)
+    folds near the red line, tiered compression guards it
+    (:class:`~langgraph_ctx.middleware.BudgetAwareFolding`);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -169,9 +175,12 @@ def build_context_agent(
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
+    strategy = _strategy(options, _llm_nodes(options))
+    own: Sequence[BaseTool] = getattr(strategy, "tools", ())  # BACM's fold: always bound
+    tools, always_include = [*tools, *own], [*always_include, *(t.name for t in own)]
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
-        [*_builtins(registry, options), *options.get("middleware", ())],
+        [*_builtins(registry, options, strategy), *options.get("middleware", ())],
         budget=options.get("budget") or Budget.from_model(model),
         tools=registry.bound,
         system_prompt=options.get("system_prompt"),
@@ -180,12 +189,18 @@ def build_context_agent(
     return pipeline.attach(_graph(model, registry, options))
 
 
-def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]:
-    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+def _llm_nodes(options: AgentOptions) -> list[str]:
+    return ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+
+
+def _builtins(
+    registry: ToolRegistry, options: AgentOptions, strategy: Middleware
+) -> list[Middleware]:
+    llm_nodes = _llm_nodes(options)
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
-        _strategy(options, llm_nodes),
+        strategy,
     ]
     memory = options.get("memory")
     if memory is not None:
@@ -196,7 +211,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom")
+STRATEGIES = ("tiered", "adacom", "bacm")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -212,6 +227,11 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "bacm":
+        # On both model nodes: the first to see a new observation shows the budget first.
+        return BudgetAwareFolding(
+            policy=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
         )
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"

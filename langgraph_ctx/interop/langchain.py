@@ -130,6 +130,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             f"give {type(self).__name__} a state_schema extending ContextAgentState with",
         )
         self.system_prompt_counted = system_prompt_counted
+        # Tools a layer needs the agent to have (BACM's fold): create_agent binds them.
+        self.tools = [t for layer in self.layers for t in getattr(layer.middleware, "tools", ())]
 
     def wrap_model_call(
         self,

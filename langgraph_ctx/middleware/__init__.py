@@ -1,6 +1,7 @@
 """Built-in middleware, one per module."""
 
 from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
+from langgraph_ctx.middleware.budget_folding import BudgetAwareFolding
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -10,6 +11,7 @@ from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
 __all__ = [
     "AdaptiveContextManager",
+    "BudgetAwareFolding",
     "MemoryRecall",
     "PreflightCheck",
     "ProviderPlacement",

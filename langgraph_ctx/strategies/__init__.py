@@ -5,6 +5,10 @@
   manager; ``adacom_offline``: a deterministic manager, the offline baseline.
   The middleware that runs them is
   :class:`langgraph_ctx.middleware.AdaptiveContextManager`.
+- ``bacm``: BACM (arXiv "ContextBudget"): commit blocks, the budget state, the
+  fold action and tool, a chat-model policy; ``bacm_offline``: the folding
+  rule, the offline baseline. The middleware that runs them is
+  :class:`langgraph_ctx.middleware.BudgetAwareFolding`.
 """
 
 from langgraph_ctx.strategies.adacom import (
@@ -18,15 +22,43 @@ from langgraph_ctx.strategies.adacom import (
     listing,
 )
 from langgraph_ctx.strategies.adacom_offline import OfflinePolicy
+from langgraph_ctx.strategies.bacm import (
+    FOLD_TOOL,
+    BudgetState,
+    ChatModelFoldPolicy,
+    CommitBlock,
+    FoldAction,
+    FoldPolicy,
+    FoldRefused,
+    FoldRequest,
+    commit_blocks,
+    fold_kind,
+    fold_ops,
+    fold_tool,
+)
+from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
 
 __all__ = [
+    "FOLD_TOOL",
     "MANAGER_PROMPT",
     "NOTE_TITLE",
+    "BudgetState",
+    "ChatModelFoldPolicy",
     "ChatModelManager",
+    "CommitBlock",
     "ContextManagerPolicy",
+    "FoldAction",
+    "FoldPolicy",
+    "FoldRefused",
+    "FoldRequest",
     "ManagerAction",
     "ManagerRequest",
     "Modification",
+    "OfflineFoldPolicy",
     "OfflinePolicy",
+    "commit_blocks",
+    "fold_kind",
+    "fold_ops",
+    "fold_tool",
     "listing",
 ]

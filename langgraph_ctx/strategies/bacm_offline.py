@@ -1,0 +1,135 @@
+"""A deterministic BACM policy: the folding rule, with no model.
+
+A baseline, not the learned policy. Given the budget state and the tokens to
+free (``FoldRequest.excess``), it answers:
+
+- **Null** when nothing needs freeing;
+- **Partial**: the oldest past steps that no later step references, then, if
+  that is not enough, the oldest ones that are referenced, until folding them
+  frees the excess; the most recent ``keep_last`` past steps stay verbatim.
+  A step is referenced when a later assistant message or tool call mentions
+  its id or an entity of its results (an identifier, a value, a name: see
+  :func:`~langgraph_ctx.compression.entities`);
+- **Full** when even that falls short: every past step.
+
+The merged text is an extractive digest of the folded steps, a quarter of
+their size within ``merged_tokens``, so what the task needs most (its
+entities) stays in view.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from langgraph_ctx.compression import ExtractiveSummarizer, Summarizer, entities
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.strategies.bacm import CommitBlock, FoldAction, FoldRequest
+from langgraph_ctx.tokens import TokenCounter
+
+STEP_ID = re.compile(r"\bc[0-9a-f]{5}x*\b")
+"""A step id as the agent writes it."""
+
+
+class OfflineFoldPolicy:
+    """Folds the oldest unreferenced steps, sized to fit the pending observation."""
+
+    def __init__(
+        self,
+        *,
+        keep_last: int = 1,
+        ratio: float = 4.0,
+        merged_tokens: tuple[int, int] = (40, 600),
+        summarizer: Summarizer | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        """
+        Args:
+            keep_last: past steps, the most recent, a Partial fold leaves alone.
+            ratio: a digest is about this many times smaller than what it folds.
+            merged_tokens: ``(low, high)`` bounds of a digest.
+            summarizer: writes the digests. Default: the offline extractive one.
+        """
+        if keep_last < 0:
+            raise ConfigurationError("keep_last", f"must be >= 0, got {keep_last}")
+        if ratio < 1:
+            raise ConfigurationError("ratio", f"must be >= 1, got {ratio}")
+        if not 0 < merged_tokens[0] <= merged_tokens[1]:
+            raise ConfigurationError("merged_tokens", f"need 0 < low <= high, got {merged_tokens}")
+        self.keep_last = keep_last
+        self.ratio = ratio
+        self.merged_tokens = merged_tokens
+        self.summarizer = summarizer or ExtractiveSummarizer(counter or TokenCounter())
+        self._entities: dict[tuple[str, int], set[str]] = {}
+
+    def decide(self, request: FoldRequest) -> FoldAction:
+        if request.excess <= 0:
+            return FoldAction(commit_ids="NONE")
+        past = [b for b in request.blocks if b.id != request.current]
+        eligible = past[: max(0, len(past) - self.keep_last)]
+        referenced = self._referenced(request.blocks)
+        chosen: list[CommitBlock] = []
+        for wanted in (False, True):  # unreferenced first, then the rest, oldest first
+            for b in eligible:
+                if (b.id in referenced) == wanted and self._frees(chosen) < request.excess:
+                    chosen.append(b)
+        ids: Literal["ALL"] | list[str]
+        if self._frees(chosen) < request.excess:
+            chosen, ids = past, "ALL"
+        else:
+            order = {b.id: i for i, b in enumerate(past)}
+            chosen = sorted(chosen, key=lambda b: order[b.id])
+            ids = [b.id for b in chosen]
+        if not chosen:
+            return FoldAction(commit_ids="NONE")
+        messages = [m for b in chosen for m in b.messages]
+        text = self.summarizer.summarize(messages, max_tokens=self._digest(chosen))
+        return FoldAction(commit_ids=ids, merged=text)
+
+    async def adecide(self, request: FoldRequest) -> FoldAction:
+        return self.decide(request)
+
+    def _digest(self, blocks: Sequence[CommitBlock]) -> int:
+        low, high = self.merged_tokens
+        return max(low, min(high, int(sum(b.tokens for b in blocks) / self.ratio)))
+
+    def _frees(self, blocks: Sequence[CommitBlock]) -> int:
+        return sum(b.tokens for b in blocks) - self._digest(blocks) if blocks else 0
+
+    def _referenced(self, blocks: Sequence[CommitBlock]) -> set[str]:
+        """Ids of the blocks a later step mentions: by id, or by an entity of their text."""
+        out: set[str] = set()
+        named: set[str] = set()  # step ids later assistant messages mention
+        later: set[str] = set()  # entities later assistant messages mention
+        for b in reversed(blocks):  # newest first, gathering what later steps said
+            mine = set().union(*(self._of(m) for m in b.messages if m.type == "tool"))
+            if b.folded:
+                mine |= self._of(b.messages[0])
+            if b.id in named or mine & later:
+                out.add(b.id)
+            for m in b.messages:
+                if isinstance(m, AIMessage):
+                    text = _said(m)
+                    named.update(STEP_ID.findall(text))
+                    later |= self._of(m, text)
+        return out
+
+    def _of(self, message: BaseMessage, text: str | None = None) -> set[str]:
+        # Cached by id and text: a decision would otherwise re-read the whole history.
+        text = message.text if text is None else text
+        key = (str(message.id), hash(text))
+        found = self._entities.get(key)
+        if found is None:
+            if len(self._entities) > 20_000:
+                self._entities.clear()
+            found = self._entities[key] = entities(text)
+        return found
+
+
+def _said(message: AIMessage) -> str:
+    """What an assistant message says that could cite a step: text and tool arguments."""
+    return " ".join([message.text, *(json.dumps(c["args"]) for c in message.tool_calls)])
