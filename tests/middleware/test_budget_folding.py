@@ -94,7 +94,7 @@ def test_the_budget_line_is_pre_flights_own_count() -> None:
     graph.invoke({"messages": history(2)}, cfg())
     prompt = agent.calls[-1].messages
     observation = prompt[-1]
-    assert observation.type == "tool" and observation.tool_call_id == "call2"
+    assert isinstance(observation, ToolMessage) and observation.tool_call_id == "call2"
     used, limit, remaining, pending = (
         int(x.replace(",", ""))
         for x in LINE.match(observation.text).groups()  # type: ignore[union-attr]
@@ -184,7 +184,7 @@ def test_an_invalid_fold_is_refused_in_the_tools_answer(
 
 
 def test_the_offline_policy_folds_oldest_unreferenced_first() -> None:
-    messages = [HumanMessage(TASK, id="task")]
+    messages: list[BaseMessage] = [HumanMessage(TASK, id="task")]
     messages += step(1, "Order ORD-1111 found in warehouse W-7. " * 20)
     messages += step(2, "Order ORD-2222 found in warehouse W-9. " * 20)
     messages += [AIMessage("Checking ORD-1111 again.", id="a3")]
