@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import time
 from collections import Counter
@@ -33,24 +32,20 @@ from typing import Any
 from _common import emit, header, table
 from harness.realdata import bfcl_sessions, data_dir, tau_sessions
 from harness.session import Session, holds, prompt_text
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
 from retention import (
     BUDGETS,
-    CFG,
     Result,
     _from_calls,
     _head,
-    _scripted,
     _stateless,
     count,
+    replay,
     run_langmem,
     run_ours,
     run_summarization_mw,
 )
 
-from langgraph_ctx import AdaptiveContextManager, Budget, ContextState, Pipeline, PreflightCheck
-from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx import AdaptiveContextManager, PreflightCheck
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
 
@@ -67,14 +62,7 @@ class CountingPolicy(OfflinePolicy):
 
 def run_adacom(s: Session, budget: int) -> Result:
     """The same budget as ``run_ours``; AdaCoM's offline manager in compression's place."""
-    system = count(_head(s))
-    window = math.ceil((system + budget) / 0.85)
-    spare = window - system - budget
-    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
-        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
-    )
-    model, policy = _scripted(s), CountingPolicy()
+    policy = CountingPolicy()
     manager = AdaptiveContextManager(
         manager=policy,
         every=1,
@@ -84,14 +72,7 @@ def run_adacom(s: Session, budget: int) -> Result:
         extract_tokens=budget // 8,
         timeout=None,
     )
-    builder = StateGraph(ContextState)
-    builder.add_node("call_llm", call_llm_node(model))
-    builder.add_edge(START, "call_llm")
-    builder.add_edge("call_llm", END)
-    pipeline = Pipeline([PreflightCheck(), manager], budget=limits)
-    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
-    for i, step in enumerate(s.steps):
-        graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
+    model = replay(s, budget, [PreflightCheck(), manager])
     result = _from_calls(model, [])
     result.summaries = ["manager"] * policy.calls  # counted as its "calls"
     return result

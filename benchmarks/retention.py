@@ -36,7 +36,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langmem.short_term import summarize_messages
 
-from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TieredCompression
+from langgraph_ctx import (
+    Budget,
+    ContextState,
+    Middleware,
+    Pipeline,
+    PreflightCheck,
+    TieredCompression,
+)
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.compression import entities
 from langgraph_ctx.errors import ConfigurationError
@@ -81,24 +88,35 @@ def _from_calls(model: ScriptedChatModel, summaries: list[str]) -> Result:
     return Result(list(calls[-1].messages), [count(c.messages) for c in calls], summaries)
 
 
-def run_ours(s: Session, budget: int) -> Result:
+def limits(s: Session, budget: int) -> Budget:
     """Messages allocation = budget, red line (85% of the window) = pinned policy + budget."""
     system = count(_head(s))
     window = math.ceil((system + budget) / 0.85)
     spare = window - system - budget
     sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
+    return Budget(
         window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
     )
-    model, summarizer = _scripted(s), _summarizer()
-    pipeline = Pipeline([PreflightCheck(), TieredCompression(summarizer=summarizer)], budget=limits)
+
+
+def replay(s: Session, budget: int, layers: list[Middleware]) -> ScriptedChatModel:
+    """The session through a call_llm graph with ``layers``; the model it called."""
+    model = _scripted(s)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     builder.add_edge("call_llm", END)
+    pipeline = Pipeline(layers, budget=limits(s, budget))
     graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     for i, step in enumerate(s.steps):
         graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
+    return model
+
+
+def run_ours(s: Session, budget: int) -> Result:
+    """Pre-flight and tiered compression, at :func:`limits`."""
+    summarizer = _summarizer()
+    model = replay(s, budget, [PreflightCheck(), TieredCompression(summarizer=summarizer)])
     return _from_calls(model, summarizer.log.texts)
 
 

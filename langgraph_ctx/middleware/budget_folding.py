@@ -36,6 +36,7 @@ folds), and the policy only near the line.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from functools import partial
@@ -135,8 +136,15 @@ class BudgetAwareFolding(Middleware):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         view = yield from self._agent_fold(view, ctx)
         view = yield from self._policy_fold(view, ctx)
+        if not self.show_budget:
+            return (yield from self._guard(view, ctx))
+        # Counted before the guard looks, since what is sent includes it; the line
+        # itself shows the prompt without it, as pre-flight measured it.
+        cost = self._display_cost(view, ctx)
+        before = ctx.measured().total
+        shown = ctx.adjust_usage("messages", cost).total - before
         view = yield from self._guard(view, ctx)
-        return self._shown(view, ctx) if self.show_budget else view
+        return self._shown(view, ctx, shown)
 
     def original(
         self, thread_id: str, message_id: str, *, namespace: str = ""
@@ -197,7 +205,7 @@ class BudgetAwareFolding(Middleware):
         excess = state.used + state.pending - self.target * state.limit
         request = FoldRequest(
             blocks=blocks,
-            current=_current(blocks, messages) if state.pending else None,
+            current=_current(blocks, messages),
             state=state,
             excess=max(0, math.ceil(excess / calibration)),
             task=next((m for m in messages if m.type == "human"), None),
@@ -234,25 +242,31 @@ class BudgetAwareFolding(Middleware):
         ctx.record("fold_guard", {**state.as_dict(), "fallback": "TieredCompression"})
         return (yield from self.guard.before(view, ctx))
 
-    def _shown(self, view: View, ctx: CallContext) -> View:
-        """Block ids on each block's first message, the budget line before the observation."""
+    def _shown(self, view: View, ctx: CallContext, display: int) -> View:
+        """Block ids on each block's first message, the budget line before the observation.
+        ``display``: what they add to the report's total, left out of the line."""
         messages: list[BaseMessage] = list(view.get("messages") or ())
         if not messages:
             return view
         state = self.budget_state(messages, ctx)
+        state = dataclasses.replace(state, used=state.used - display)
         tags = {str(b.messages[0].id): b.id for b in self._blocks(messages, ctx)}
         out = [
             _prefixed(m, f"[step {tags[str(m.id)]}]") if str(m.id) in tags else m for m in messages
         ]
-        pending = _pending(messages)
-        at = messages.index(pending[0]) if pending else len(messages) - 1
-        if out[at].type in ("tool", "human"):
+        at = _line_at(messages)
+        if at is not None:
             out[at] = _prefixed(out[at], state.line())
-        added = ctx.counter.count_text(state.line()) if out[at].type in ("tool", "human") else 0
-        added += len(tags) * ctx.counter.count_text("[step c00000]\n")
-        if ctx.usage is not None:
-            ctx.adjust_usage("messages", added)
         return view.replace(messages=out)
+
+    def _display_cost(self, view: View, ctx: CallContext) -> int:
+        """Raw tokens :meth:`_shown` adds: the budget line and one tag per block."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        if not messages:
+            return 0
+        line = BudgetState(used=10**6, pending=10**6, limit=10**6).line()  # widest numbers
+        tags = len(self._blocks(messages, ctx)) * ctx.counter.count_text("[step c00000]\n")
+        return tags + (ctx.counter.count_text(line) if _line_at(messages) is not None else 0)
 
     def _blocks(self, messages: Sequence[BaseMessage], ctx: CallContext) -> list[CommitBlock]:
         return commit_blocks(messages, ctx.session.cache.count_of, pin_task=self.pin_task)
@@ -263,25 +277,32 @@ def _last_ai(messages: Sequence[BaseMessage]) -> int:
 
 
 def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The observations the agent has not seen: results after its last message, not fold's."""
+    """What the agent has not seen: tool results (not fold's) and user turns after its
+    last message. The task, pinned, is never pending."""
     last = _last_ai(messages)
-    if last < 0:
-        return []
-    call = messages[last]
-    folds = {c["id"] for c in call.tool_calls if c["name"] == FOLD_TOOL}  # type: ignore[attr-defined]
+    calls = messages[last].tool_calls if last >= 0 else []  # type: ignore[attr-defined]
+    folds = {c["id"] for c in calls if c["name"] == FOLD_TOOL}
+    first_human = next((m for m in messages if m.type == "human"), None)
     return [
         m
         for m in messages[last + 1 :]
-        if isinstance(m, ToolMessage) and m.tool_call_id not in folds
+        if (isinstance(m, ToolMessage) and m.tool_call_id not in folds)
+        or (m.type == "human" and m is not first_human)
     ]
 
 
-def _current(blocks: Sequence[CommitBlock], messages: Sequence[BaseMessage]) -> str | None:
-    """The block of the agent's last message: the step under way."""
+def _line_at(messages: Sequence[BaseMessage]) -> int | None:
+    """Where the budget line goes: the first pending message, else a last user turn or result."""
+    pending = _pending(messages)
+    at = messages.index(pending[0]) if pending else len(messages) - 1
+    return at if messages[at].type in ("tool", "human") else None
+
+
+def _current(blocks: Sequence[CommitBlock], messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """The blocks never folded now: the agent's last step, and what came after it."""
     last = _last_ai(messages)
-    if last < 0:
-        return None
-    return next((b.id for b in blocks if b.messages[0] is messages[last]), None)
+    later = {id(m) for m in messages[max(last, 0) :]} if last >= 0 else {id(m) for m in messages}
+    return frozenset(b.id for b in blocks if id(b.messages[0]) in later)
 
 
 def _fold_request(

@@ -1,20 +1,21 @@
 """BACM's pieces (arXiv "ContextBudget"): commit blocks, the budget state, the fold action.
 
 - **Commit blocks**: each agent step, its assistant message with its tool calls
-  and their results, is one block. Its id (``c`` and five hex digits of its
-  first message's id) stays the same for as long as the step is in the
-  history, whatever is folded around it, and survives a restart: it is
-  derived, not stored. A folded block (or a summary) is a block of its own.
+  and their results, is one block; so is each user turn after the task. Its id
+  (``c`` and five hex digits of its first message's id) stays the same for as
+  long as the step is in the history, whatever is folded around it, and
+  survives a restart: it is derived, not stored. A folded block (or a
+  summary) is a block of its own.
 - **The budget state** ``b_t = (used, remaining, pending)``: the prompt's
-  tokens without the observation not yet seen, what is left under the red
-  line, and the observation's size; all from pre-flight's report.
+  tokens without the input not yet seen, what is left under the red line, and
+  that input's size (the pending observation); all from pre-flight's report.
 - **The fold action**: ``{"commit_ids": "NONE" | "ALL" | [ids], "merged": text}``,
   the shape of the paper's ``summarize`` action. NONE keeps everything
   (Null); a list merges those blocks into one block carrying ``merged``
-  (Partial); ALL merges every block but the current one (Full). The current
-  step, whose observation is pending, is never folded: the agent has not seen
-  it yet. :func:`fold_ops` turns an action into edit operations, or refuses
-  it with a :class:`FoldRefused` that says why in words the model can act on.
+  (Partial); ALL merges every past block (Full). The current blocks, the step
+  under way and the input the agent has not seen yet, are never folded.
+  :func:`fold_ops` turns an action into edit operations, or refuses it with a
+  :class:`FoldRefused` that says why in words the model can act on.
 
 Anything with ``decide``/``adecide`` over a :class:`FoldRequest` is a policy
 (:class:`FoldPolicy`): :class:`ChatModelFoldPolicy` asks a chat model for a
@@ -26,7 +27,7 @@ model. The agent itself folds with :func:`fold_tool`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -113,9 +114,9 @@ class FoldRequest:
     """Everything a policy is given for one decision."""
 
     blocks: list[CommitBlock]
-    """Every block, oldest first, the current one last if there is one."""
-    current: str | None
-    """The id of the step whose observation is pending: never folded."""
+    """Every block, oldest first."""
+    current: frozenset[str]
+    """Ids of the step under way and of the input not yet seen: never folded."""
     state: BudgetState
     excess: int
     """Raw tokens to free to bring used + pending down to the target."""
@@ -146,16 +147,16 @@ def block_id(message_id: str) -> str:
 def commit_blocks(
     messages: Sequence[BaseMessage], count: Any, *, pin_task: bool = True
 ) -> list[CommitBlock]:
-    """The history's blocks, oldest first: every message but pinned ones and user turns.
+    """The history's blocks, oldest first: every message but pinned ones, in blocks.
 
     An assistant message opens a block and the tool results after it join it;
-    any other system message (a folded block, a summary) is a block alone.
+    a user turn, a folded block or a summary is a block alone.
     ``count`` gives a message's raw tokens.
     """
     protected = protected_ids(messages, pin_task=pin_task)
     groups: list[list[BaseMessage]] = []
     for m in messages:
-        if str(m.id) in protected or isinstance(m, HumanMessage):
+        if str(m.id) in protected:
             continue
         if m.type == "tool" and groups and groups[-1][0].type == "ai":
             groups[-1].append(m)
@@ -181,14 +182,14 @@ def fold_kind(action: FoldAction) -> Literal["null", "partial", "full"]:
 
 
 def fold_ops(
-    action: FoldAction, blocks: Sequence[CommitBlock], current: str | None, *, by: str
+    action: FoldAction, blocks: Sequence[CommitBlock], current: Collection[str], *, by: str
 ) -> tuple[list[EditOp], list[str]]:
     """The edit operations of ``action`` and the ids of the blocks it folds.
 
-    Raises :class:`FoldRefused` for an unknown or repeated id, the current
-    step, an empty list, or a fold without merged text.
+    Raises :class:`FoldRefused` for an unknown or repeated id, a current
+    block, an empty list, or a fold without merged text.
     """
-    foldable = [b for b in blocks if b.id != current]
+    foldable = [b for b in blocks if b.id not in current]
     if action.commit_ids == "NONE":
         return [], []
     if action.commit_ids == "ALL":
@@ -208,15 +209,15 @@ def fold_ops(
 
 
 def _named(
-    names: Sequence[str], foldable: Sequence[CommitBlock], current: str | None
+    names: Sequence[str], foldable: Sequence[CommitBlock], current: Collection[str]
 ) -> list[CommitBlock]:
     if not names:
         raise FoldRefused('commit_ids is an empty list: use "NONE" to keep everything')
     known = {b.id: b for b in foldable}
     for i, name in enumerate(names):
-        if name == current:
+        if name in current:
             raise FoldRefused(
-                f"{name} is the current step: its observation is pending, fold it later"
+                f"{name} is the current step (under way or not yet seen): fold it later"
             )
         if name not in known:
             listed = ", ".join(known) or "none yet"
@@ -256,10 +257,10 @@ def listing(request: FoldRequest, *, preview_chars: int = 600) -> str:
     """The request as a chat-model policy reads it."""
     lines = [request.state.line(), f"Tokens to free to reach the target: {request.excess:,}"]
     for b in request.blocks:
-        current = b.id == request.current
-        mark = " CURRENT (its observation is pending; cannot be folded)" if current else ""
-        # The pending observation is not shown: the decision comes before it is loaded.
-        shown = [m for m in b.messages if not (current and m.type == "tool")]
+        current = b.id in request.current
+        mark = " CURRENT (under way or pending; cannot be folded)" if current else ""
+        # Pending input is not shown: the decision comes before it is loaded.
+        shown = [m for m in b.messages if not (current and m.type != "ai")]
         text = " ".join(_said(m) for m in shown)
         more = f" ...[{len(text) - preview_chars} more]" if len(text) > preview_chars else ""
         lines.append(f"[step {b.id}] {b.tokens} tokens{mark}\n{text[:preview_chars]}{more}")

@@ -69,7 +69,7 @@ class OfflineFoldPolicy:
     def decide(self, request: FoldRequest) -> FoldAction:
         if request.excess <= 0:
             return FoldAction(commit_ids="NONE")
-        past = [b for b in request.blocks if b.id != request.current]
+        past = [b for b in request.blocks if b.id not in request.current]
         eligible = past[: max(0, len(past) - self.keep_last)]
         referenced = self._referenced(request.blocks)
         chosen: list[CommitBlock] = []
