@@ -13,8 +13,8 @@ free (``FoldRequest.excess``), it answers:
 - **Full** when even that falls short: every past step.
 
 The merged text is an extractive digest of the folded steps, a quarter of
-their size within ``merged_tokens``, so what the task needs most (its
-entities) stays in view.
+their size (earlier digests carried whole) within ``max_share`` of the red
+line, so what the task needs most (its entities) stays in view.
 """
 
 from __future__ import annotations
@@ -43,26 +43,33 @@ class OfflineFoldPolicy:
         *,
         keep_last: int = 1,
         ratio: float = 4.0,
-        merged_tokens: tuple[int, int] = (40, 600),
+        min_tokens: int = 40,
+        max_share: float = 0.4,
         summarizer: Summarizer | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
         """
         Args:
             keep_last: past steps, the most recent, a Partial fold leaves alone.
-            ratio: a digest is about this many times smaller than what it folds.
-            merged_tokens: ``(low, high)`` bounds of a digest.
+            ratio: a digest is this many times smaller than the steps it folds;
+                an earlier digest folded again is carried at its size, so what was
+                folded long ago is not shrunk again on every fold.
+            min_tokens: the smallest digest.
+            max_share: the largest digest, as a share of the red line.
             summarizer: writes the digests. Default: the offline extractive one.
         """
         if keep_last < 0:
             raise ConfigurationError("keep_last", f"must be >= 0, got {keep_last}")
         if ratio < 1:
             raise ConfigurationError("ratio", f"must be >= 1, got {ratio}")
-        if not 0 < merged_tokens[0] <= merged_tokens[1]:
-            raise ConfigurationError("merged_tokens", f"need 0 < low <= high, got {merged_tokens}")
+        if min_tokens < 1:
+            raise ConfigurationError("min_tokens", f"must be >= 1, got {min_tokens}")
+        if not 0.0 < max_share <= 1.0:
+            raise ConfigurationError("max_share", f"must be in (0, 1], got {max_share}")
         self.keep_last = keep_last
         self.ratio = ratio
-        self.merged_tokens = merged_tokens
+        self.min_tokens = min_tokens
+        self.max_share = max_share
         self.summarizer = summarizer or ExtractiveSummarizer(counter or TokenCounter())
         self._entities: dict[tuple[str, int], set[str]] = {}
 
@@ -72,13 +79,14 @@ class OfflineFoldPolicy:
         past = [b for b in request.blocks if b.id not in request.current]
         eligible = past[: max(0, len(past) - self.keep_last)]
         referenced = self._referenced(request.blocks)
+        cap = max(self.min_tokens, int(self.max_share * request.state.limit))
         chosen: list[CommitBlock] = []
         for wanted in (False, True):  # unreferenced first, then the rest, oldest first
             for b in eligible:
-                if (b.id in referenced) == wanted and self._frees(chosen) < request.excess:
+                if (b.id in referenced) == wanted and self._frees(chosen, cap) < request.excess:
                     chosen.append(b)
         ids: Literal["ALL"] | list[str]
-        if self._frees(chosen) < request.excess:
+        if self._frees(chosen, cap) < request.excess:
             chosen, ids = past, "ALL"
         else:
             order = {b.id: i for i, b in enumerate(past)}
@@ -87,18 +95,19 @@ class OfflineFoldPolicy:
         if not chosen:
             return FoldAction(commit_ids="NONE")
         messages = [m for b in chosen for m in b.messages]
-        text = self.summarizer.summarize(messages, max_tokens=self._digest(chosen))
+        text = self.summarizer.summarize(messages, max_tokens=self._digest(chosen, cap))
         return FoldAction(commit_ids=ids, merged=text)
 
     async def adecide(self, request: FoldRequest) -> FoldAction:
         return self.decide(request)
 
-    def _digest(self, blocks: Sequence[CommitBlock]) -> int:
-        low, high = self.merged_tokens
-        return max(low, min(high, int(sum(b.tokens for b in blocks) / self.ratio)))
+    def _digest(self, blocks: Sequence[CommitBlock], cap: int) -> int:
+        carried = sum(b.tokens for b in blocks if b.folded)
+        fresh = sum(b.tokens for b in blocks if not b.folded)
+        return max(self.min_tokens, min(cap, carried + int(fresh / self.ratio)))
 
-    def _frees(self, blocks: Sequence[CommitBlock]) -> int:
-        return sum(b.tokens for b in blocks) - self._digest(blocks) if blocks else 0
+    def _frees(self, blocks: Sequence[CommitBlock], cap: int) -> int:
+        return sum(b.tokens for b in blocks) - self._digest(blocks, cap) if blocks else 0
 
     def _referenced(self, blocks: Sequence[CommitBlock]) -> set[str]:
         """Ids of the blocks a later step mentions: by id, or by an entity of their text."""
