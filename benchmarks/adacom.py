@@ -21,7 +21,6 @@ Run from the repo root: ``python benchmarks/adacom.py [--first-trial]``.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 from collections import Counter
@@ -30,7 +29,6 @@ from functools import partial
 from typing import Any
 
 from _common import emit, header, table
-from harness.realdata import bfcl_sessions, data_dir, tau_sessions
 from harness.session import Session, holds, prompt_text
 from retention import (
     BUDGETS,
@@ -39,6 +37,7 @@ from retention import (
     _head,
     _stateless,
     count,
+    load_sessions,
     replay,
     run_langmem,
     run_ours,
@@ -46,7 +45,6 @@ from retention import (
 )
 
 from langgraph_ctx import AdaptiveContextManager, PreflightCheck
-from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
 
 
@@ -154,12 +152,7 @@ def main() -> None:
     parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
     parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
     args = parser.parse_args()
-    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
-    try:
-        base = data_dir()
-    except ConfigurationError as exc:
-        sys.exit(str(exc))
-    bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
+    bfcl, tau = load_sessions(args.first_trial)
     head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
     head += ["peak messages / budget", "calls over budget", "ms per call"]
     lines = header("AdaCoM (offline policy) against ours and the peers")

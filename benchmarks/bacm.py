@@ -24,16 +24,15 @@ Run from the repo root: ``python benchmarks/bacm.py [--quick]``.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import partial
+from itertools import pairwise
 from typing import Any
 
 from _common import emit, header, table
-from harness.realdata import bfcl_sessions, data_dir, tau_sessions
 from harness.session import Session, holds, prompt_text
 from retention import (
     Result,
@@ -42,6 +41,7 @@ from retention import (
     _stateless,
     _summarizer,
     count,
+    load_sessions,
     replay,
     run_langmem,
     run_ours,
@@ -49,7 +49,6 @@ from retention import (
 )
 
 from langgraph_ctx import BudgetAwareFolding, PreflightCheck, TieredCompression
-from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies import FoldAction, FoldRequest, OfflineFoldPolicy, fold_kind
 
@@ -135,7 +134,7 @@ def slope_rows(
         row = [name]
         for found in (bfcl, tau):
             shares = [present(found[b, name]) for b in BUDGETS]
-            halvings = [later - earlier for earlier, later in zip(shares, shares[1:], strict=False)]
+            halvings = [later - earlier for earlier, later in pairwise(shares)]
             row += [f"{x:.1%}" for x in shares]
             row.append(f"{100 * sum(halvings) / len(halvings):+.1f}")
         rows.append(row)
@@ -178,12 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tau-bench trial 0 only")
     args = parser.parse_args()
-    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
-    try:
-        base = data_dir()
-    except ConfigurationError as exc:
-        sys.exit(str(exc))
-    bfcl_sets, tau_sets = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.quick)
+    bfcl_sets, tau_sets = load_sessions(args.quick)
     bfcl, tau = measure(bfcl_sets, "bfcl"), measure(tau_sets, "tau")
     budgets = " / ".join(f"{b // 1000}K" for b in BUDGETS)
     lines = header("BACM (offline policy) against ours and the peers as the budget shrinks")

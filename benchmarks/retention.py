@@ -88,6 +88,16 @@ def _from_calls(model: ScriptedChatModel, summaries: list[str]) -> Result:
     return Result(list(calls[-1].messages), [count(c.messages) for c in calls], summaries)
 
 
+def load_sessions(first_trial_only: bool) -> tuple[list[Session], list[Session]]:
+    """The BFCL and tau-bench replays (quiet compression logs), or exit saying what is missing."""
+    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
+    try:
+        base = data_dir()
+    except ConfigurationError as exc:
+        sys.exit(str(exc))
+    return bfcl_sessions(base), tau_sessions(base, first_trial_only=first_trial_only)
+
+
 def limits(s: Session, budget: int) -> Budget:
     """Messages allocation = budget, red line (85% of the window) = pinned policy + budget."""
     system = count(_head(s))

@@ -12,8 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -92,13 +95,21 @@ def drive(graph: Any, upto: int = TURNS) -> None:
         graph.invoke(turn(i), config)
 
 
-def main() -> None:
+def main(open_session: Any = None, run: Any = None) -> None:
+    """The worker's command line; another worker passes its own ``session`` and ``drive``."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--kill-after", type=int)
     args = parser.parse_args()
-    with session(args.dir, args.kill_after) as (graph, _):
-        drive(graph)
+    with (open_session or session)(args.dir, args.kill_after) as (graph, _):
+        (run or drive)(graph)
+
+
+def run_killed(module: str, dir: Path, kill_after: int) -> subprocess.CompletedProcess[str]:
+    """Run worker ``module`` in a subprocess that kills itself after ``kill_after`` writes."""
+    command = [sys.executable, "-m", module, "--dir", str(dir), "--kill-after", str(kill_after)]
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,6 @@ a session that never died."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +13,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_ctx.edits import is_edited
 from langgraph_ctx.strategies import FOLD_TOOL
+from tests.adacom_worker import run_killed
 from tests.bacm_worker import STEP, THREAD, TURNS, drive, session
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def shape(messages: list[Any]) -> list[tuple[str, str]]:
@@ -35,13 +32,7 @@ def test_sigkill_between_fold_and_observation_resumes_with_nothing_lost(tmp_path
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()
     clean_dir.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.bacm_worker", "--dir", str(killed_dir), "--kill-after", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_killed("tests.bacm_worker", killed_dir, 2)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     config = {"configurable": {"thread_id": THREAD}}
