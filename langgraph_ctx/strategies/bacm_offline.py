@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx.compression import ExtractiveSummarizer, Summarizer, entities
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.strategies.bacm import CommitBlock, FoldAction, FoldRequest
+from langgraph_ctx.strategies.bacm import FOLD_HEAD, CommitBlock, FoldAction, FoldRequest
 from langgraph_ctx.tokens import TokenCounter
 
 STEP_ID = re.compile(r"\bc[0-9a-f]{5}x*\b")
@@ -94,7 +94,7 @@ class OfflineFoldPolicy:
             ids = [b.id for b in chosen]
         if not chosen:
             return FoldAction(commit_ids="NONE")
-        messages = [m for b in chosen for m in b.messages]
+        messages = [_body(m) for b in chosen for m in b.messages]
         text = self.summarizer.summarize(messages, max_tokens=self._digest(chosen, cap))
         return FoldAction(commit_ids=ids, merged=text)
 
@@ -137,6 +137,15 @@ class OfflineFoldPolicy:
                 self._entities.clear()
             found = self._entities[key] = entities(text)
         return found
+
+
+def _body(message: BaseMessage) -> BaseMessage:
+    """An earlier digest without its ``[Folded steps ...]`` line: the summarizer then reads
+    its own lines back (speakers, calls, entities) instead of one block of prose."""
+    text = message.text
+    if message.type != "system" or not text.startswith(FOLD_HEAD):
+        return message
+    return message.model_copy(update={"content": text.partition("\n")[2]})
 
 
 def _said(message: AIMessage) -> str:
