@@ -46,7 +46,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
-from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, is_edited
+from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -273,7 +273,9 @@ class BudgetAwareFolding(Middleware):
 
 
 def _last_ai(messages: Sequence[BaseMessage]) -> int:
-    return max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=-1)
+    """The agent's last message (a plan note of the think node is not one)."""
+    found = (i for i, m in enumerate(messages) if isinstance(m, AIMessage) and not is_note(m))
+    return max(found, default=-1)
 
 
 def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel, Field
 
-from langgraph_ctx.edits import EditOp, protected_ids
+from langgraph_ctx.edits import EditOp, is_note, protected_ids
 from langgraph_ctx.errors import ContextRunError
 
 FOLD_TOOL = "fold"
@@ -150,14 +150,15 @@ def commit_blocks(
     """The history's blocks, oldest first: every message but pinned ones, in blocks.
 
     An assistant message opens a block and the tool results after it join it;
-    a user turn, a folded block or a summary is a block alone.
+    a user turn, a folded block or a summary is a block alone. Notes are left
+    out: the edit core never merges them away.
     ``count`` gives a message's raw tokens.
     """
     protected = protected_ids(messages, pin_task=pin_task)
     groups: list[list[BaseMessage]] = []
     for m in messages:
-        if str(m.id) in protected:
-            continue
+        if str(m.id) in protected or is_note(m):
+            continue  # a note (the think node's plan, AdaCoM's working note) is never merged
         if m.type == "tool" and groups and groups[-1][0].type == "ai":
             groups[-1].append(m)
         else:

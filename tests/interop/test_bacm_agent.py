@@ -92,3 +92,21 @@ def test_bacm_folds_inside_create_agent() -> None:
     (source,) = [m for m in values["messages"] if m.type == "system"]
     origin = source.additional_kwargs["lgctx"]["edited"]["from"]
     assert all(bacm.original("t", mid) is not None for mid in origin)
+
+
+def test_with_thinking_the_plan_notes_stay_and_the_fold_still_lands() -> None:
+    model = folding_agent()
+    model.structured_default = {
+        "hypothesis": "both SKUs are needed",
+        "confidence": 0.9,
+        "gaps": [],
+        "next_thought_needed": False,
+        "actions": [{"kind": "tool_call", "detail": "lookup", "expected_utility": 0.8}],
+    }
+    agent = create_context_agent(model, [lookup], strategy="bacm", always_include=["lookup"])
+    config: Any = {"configurable": {"thread_id": "k"}}
+    agent.invoke({"messages": [HumanMessage("Check A1 and B2.")]}, config)
+    values = agent.get_state(config).values
+    check_folded(values, model)
+    # The think node's notes carry the mark the edit core never merges: folds leave them.
+    assert any(m.text.startswith("[plan]") for m in values["messages"])
