@@ -7,7 +7,8 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
+PACE (before both model nodes, with its ``glimpse`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -174,7 +175,8 @@ def build_context_agent(
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
-    if options.get("strategy") == "pace":
+    strategy = options.get("strategy")
+    if strategy == "pace" or isinstance(strategy, PredictiveExtraction):
         tools = [*tools, glimpse_tool(GLIMPSE_LIMIT)]
         always_include = [*always_include, "glimpse"]
     registry = ToolRegistry(tools, always_include=always_include)
