@@ -39,7 +39,7 @@ from typing import Any
 
 import retention
 from _common import emit, header, table
-from harness.realdata import bfcl_sessions, data_dir, tau_sessions
+from harness.realdata import _scalars, bfcl_sessions, data_dir, tau_sessions
 from harness.session import Probe, Session, Step, holds, prompt_text
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -215,14 +215,6 @@ def tau_asked(base: Any, first_trial: bool) -> list[Session]:
             probes += [Probe(f"{s.name} {k}: {v}", (v,), at=at, whole_word=True) for v in values]
         out.append(Session(s.name, s.steps, tuple(probes), s.system))
     return out
-
-
-def _scalars(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, list):
-        return [x for v in value for x in _scalars(v)]
-    return [] if isinstance(value, bool) or value is None or value == "" else [str(value)]
 
 
 def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
