@@ -349,3 +349,15 @@ def test_default_scorer_is_minilm_when_the_extra_is_installed() -> None:
     k = np.stack([unit(v) for v in keys])
     scores = k @ unit(q)
     assert scores[0] > scores[1]
+
+
+async def test_pace_runs_under_ainvoke_with_the_same_result() -> None:
+    graph, agent, _ = make(summarizer=CountingSummarizer())
+    for i, topic in enumerate(["flight", "hotel", "museum", "weather", "train"]):
+        head = [HumanMessage("Plan my trip.", id="task")] if i == 0 else []
+        await graph.ainvoke({"messages": [*head, turn(i, topic)]}, cfg())
+    await graph.ainvoke({"messages": [HumanMessage("flight?", id="q")]}, cfg())
+    data = last_ledger(graph)
+    assert data["scored"] == 3 and data["scorer"] == "TopicEmbeddings"
+    ids = [m.id for m in agent.calls[-1].messages]
+    assert "u0" in ids and "u2" not in ids  # the flight turn in full, the museum one not
