@@ -412,6 +412,7 @@ def main() -> None:
         f"tau-bench: {len(tau)} trajectories.",
     ]
     lines += ["", *NOTES]
+    emit("pace", lines)  # kept if the long horizon is cut short
     lines += ["", *long_horizon(300 if args.quick else 1_000)]
     lines += ["", *overhead((1_000, 10_000))]
     flags = (" --all-trials" if args.all_trials else "") + (" --quick" if args.quick else "")
