@@ -20,6 +20,7 @@ from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     MemoryRecall,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
     SummaryObserver,
@@ -80,6 +81,7 @@ __all__ = [
     "Pipeline",
     "PostgresArchive",
     "PostgresEventSink",
+    "PredictiveExtraction",
     "PreflightCheck",
     "ProviderPlacement",
     "SQLiteEventSink",

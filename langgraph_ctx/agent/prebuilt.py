@@ -7,7 +7,8 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
+PACE (before both model nodes, with its ``glimpse`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -41,6 +42,7 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     MemoryRecall,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
     SummaryObserver,
@@ -54,6 +56,7 @@ from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.strategies import GLIMPSE_LIMIT, glimpse_tool
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -96,6 +99,9 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"pace"``: each call's context assembled from every step at the granularity
+    its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
+    summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -169,6 +175,10 @@ def build_context_agent(
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
+    strategy = options.get("strategy")
+    if strategy == "pace" or isinstance(strategy, PredictiveExtraction):
+        tools = [*tools, glimpse_tool(GLIMPSE_LIMIT)]
+        always_include = [*always_include, "glimpse"]
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
         [*_builtins(registry, options), *options.get("middleware", ())],
@@ -196,7 +206,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom")
+STRATEGIES = ("tiered", "adacom", "pace")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -213,6 +223,8 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         return AdaptiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
         )
+    if strategy == "pace":  # ephemeral per call: every model node needs it
+        return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
     )

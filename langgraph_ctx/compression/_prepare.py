@@ -23,7 +23,7 @@ import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from langchain_core.messages import BaseMessage
 
@@ -42,6 +42,7 @@ Outcome: TypeAlias = tuple[str, list[str], float, int]
 entity retention and token count: measured in the background too, as they cost
 more than applying the summary."""
 SpanKey: TypeAlias = tuple[tuple[str, int], ...]
+T = TypeVar("T")
 
 
 def pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -149,13 +150,12 @@ def start(
     future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
     assert arun is not None
-    return Prepared(*keys, meta, max_tokens, future, loop.create_task(_settle(future, arun)))
+    return Prepared(*keys, meta, max_tokens, future, loop.create_task(settle(future, arun)))
 
 
-async def _settle(
-    future: concurrent.futures.Future[Outcome], arun: Callable[[], Awaitable[Outcome]]
-) -> None:
-    """Run ``arun`` and put its outcome in ``future``, which any thread can wait on."""
+async def settle(future: concurrent.futures.Future[T], arun: Callable[[], Awaitable[T]]) -> None:
+    """Run ``arun`` and put its outcome in ``future``, which any thread can wait on
+    (PACE's background summaries use it too)."""
     try:
         future.set_result(await arun())
     except BaseException as exc:  # cancelled with its loop, or the summarizer failed

@@ -2,6 +2,7 @@
 
 from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
 from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
@@ -11,6 +12,7 @@ from langgraph_ctx.middleware.tool_eviction import ToolEviction
 __all__ = [
     "AdaptiveContextManager",
     "MemoryRecall",
+    "PredictiveExtraction",
     "PreflightCheck",
     "ProviderPlacement",
     "SummaryObserver",

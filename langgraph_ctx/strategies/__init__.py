@@ -5,6 +5,11 @@
   manager; ``adacom_offline``: a deterministic manager, the offline baseline.
   The middleware that runs them is
   :class:`langgraph_ctx.middleware.AdaptiveContextManager`.
+- ``pace``: PACE (arXiv "Predictive Adaptive Context Extraction"): the
+  granularity decision (``pace``), the scorer (``pace_scorer``), the steps and
+  their records (``pace_steps``), background summaries (``pace_summaries``) and
+  the glimpse tool (``pace_glimpse``). The middleware is
+  :class:`langgraph_ctx.middleware.PredictiveExtraction`.
 """
 
 from langgraph_ctx.strategies.adacom import (
@@ -18,15 +23,31 @@ from langgraph_ctx.strategies.adacom import (
     listing,
 )
 from langgraph_ctx.strategies.adacom_offline import OfflinePolicy
+from langgraph_ctx.strategies.pace import PaceSettings
+from langgraph_ctx.strategies.pace_glimpse import GLIMPSE_LIMIT, StepSource, glimpse_tool
+from langgraph_ctx.strategies.pace_scorer import (
+    EmbeddingScorer,
+    LexicalScorer,
+    Scorer,
+    default_scorer,
+)
 
 __all__ = [
+    "GLIMPSE_LIMIT",
     "MANAGER_PROMPT",
     "NOTE_TITLE",
     "ChatModelManager",
     "ContextManagerPolicy",
+    "EmbeddingScorer",
+    "LexicalScorer",
     "ManagerAction",
     "ManagerRequest",
     "Modification",
     "OfflinePolicy",
+    "PaceSettings",
+    "Scorer",
+    "StepSource",
+    "default_scorer",
+    "glimpse_tool",
     "listing",
 ]
