@@ -156,22 +156,25 @@ def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
     return rows
 
 
-def long_horizon() -> list[str]:
-    """The harness's long-horizon workload (--quick: 1,000 turns for ours, the first 300
-    for the others, 128K window) through ours, AdaCoM and no management."""
+def long_horizon(quick: bool) -> list[str]:
+    """The harness's long-horizon workload (10,000 turns for ours, the first 1,000 for
+    the others; --quick: 1,000 and 300; 128K window) through ours, AdaCoM and no
+    management."""
     from harness import run
 
-    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=True, progress=False)
+    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=quick, progress=False)
     text = results.markdown()
     start, end = text.index("### Longevity"), text.index("### Plots")
     body = text[start:end].replace("### ", "#### ").strip().splitlines()
-    return ["### Long horizon (the harness, `--quick`)", "", *body]
+    title = "the harness, `--quick`" if quick else "the harness, full length"
+    return [f"### Long horizon ({title})", "", *body]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
     parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
+    parser.add_argument("--quick", action="store_true", help="the long horizon's short form")
     args = parser.parse_args()
     logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
     try:
@@ -188,6 +191,7 @@ def main() -> None:
     lines += table(head, evaluate(tau, "tau"), left=2)
     trials = "trial 0" if args.first_trial else "all 4 trials"
     flags = (" --first-trial" if args.first_trial else "") + (" --long" if args.long else "")
+    flags += " --quick" if args.quick else ""
     lines += [
         "",
         f"BFCL: {len(bfcl)} sessions; tau-bench: {len(tau)} trajectories ({trials}). "
@@ -195,7 +199,7 @@ def main() -> None:
     ]
     lines += ["", *NOTES]
     if args.long:
-        lines += ["", *long_horizon()]
+        lines += ["", *long_horizon(args.quick)]
     emit("adacom", lines)
 
 
