@@ -35,7 +35,15 @@ from langgraph_ctx._checks import check_has
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
-from langgraph_ctx.strategies.pace import LEVELS, PaceSettings, fit, pressure, select, thresholds
+from langgraph_ctx.strategies.pace import (
+    FULL,
+    LEVELS,
+    PaceSettings,
+    fit,
+    pressure,
+    select,
+    thresholds,
+)
 from langgraph_ctx.strategies.pace_scorer import (
     EmbeddingScorer,
     Scorer,
@@ -203,7 +211,11 @@ class PredictiveExtraction(Middleware):
         p = pressure(len(session.steps), s.expected_steps, previous, budget)
         limits = thresholds(s, p)
         table = session.table[: len(scored)]
-        levels = fit(select(weights, limits), table, weights, budget - fixed)
+        whole = int(table[:, FULL].sum())
+        if not s.condense_when_fits and fixed + whole <= budget:
+            levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
+        else:
+            levels = fit(select(weights, limits), table, weights, budget - fixed)
         chosen = table[np.arange(len(scored)), levels]
         sent = fixed + int(chosen[chosen > 0].sum())
         session.previous_tokens = sent

@@ -60,6 +60,11 @@ class PaceSettings:
     summary_timeout: float = 60.0
     """Seconds a background summary may take before it is given up (the step then
     stays at full or placeholder)."""
+    condense_when_fits: bool = False
+    """Whether to condense low-relevance steps while the whole history fits the
+    message budget. The paper always does; by default we send a history that fits
+    as it is, since nothing needs to give way yet (on tau-bench at 4K the paper's
+    rule dropped gold values that every other strategy kept)."""
     scorer_timeout: float | None = 10.0
     """Seconds the query and new keys may take to encode; past them the call is
     made with every step at equal weight."""
@@ -73,6 +78,10 @@ class PaceSettings:
         check_int("brief_tokens", self.brief_tokens, least=5)
         check_int("text_chars", self.text_chars, least=100)
         check_number("summary_timeout", self.summary_timeout, above=0.0)
+        if not isinstance(self.condense_when_fits, bool):
+            raise ConfigurationError(
+                "condense_when_fits", f"expected a bool, got {self.condense_when_fits!r}"
+            )
         if self.scorer_timeout is not None:
             check_number("scorer_timeout", self.scorer_timeout, above=0.0)
         t = self.thresholds

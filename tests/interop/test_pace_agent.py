@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import Budget, PredictiveExtraction, PreflightCheck
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.interop import ContextMiddleware
-from langgraph_ctx.strategies import LexicalScorer
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings
 from langgraph_ctx.testing import ScriptedChatModel
 
 
@@ -53,7 +53,7 @@ def test_create_context_agent_runs_pace_with_its_glimpse_tool() -> None:
         think=False,
         strategy="pace",
         always_include=["lookup"],
-        budget=Budget.for_window(8_000),
+        budget=Budget.for_window(3_000),
     )
     config: Any = {"configurable": {"thread_id": "p"}}
     for i in range(7):
@@ -74,7 +74,9 @@ def test_create_context_agent_runs_pace_with_its_glimpse_tool() -> None:
 
 def test_pace_inside_create_agent() -> None:
     model = agent_model()
-    pace = PredictiveExtraction(scorer=LexicalScorer())
+    pace = PredictiveExtraction(
+        scorer=LexicalScorer(), settings=PaceSettings(condense_when_fits=True)
+    )
     agent = create_agent(
         model,
         [lookup],

@@ -83,6 +83,9 @@ def make(
 ) -> tuple[Any, ScriptedChatModel, PredictiveExtraction]:
     agent = ScriptedChatModel(default="ok", report_usage=False)
     options.setdefault("scorer", TopicEmbeddings())
+    # The paper's rule (condense even when the history fits), which most tests here
+    # exercise on small histories; the default is tested on its own.
+    options.setdefault("settings", PaceSettings(condense_when_fits=True))
     pace = PredictiveExtraction(**options)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(agent))
@@ -191,6 +194,27 @@ def test_bad_settings_are_refused_by_name() -> None:
 
 
 # -- in a graph ------------------------------------------------------------------
+
+
+def test_a_history_that_fits_is_sent_whole_unless_asked_to_condense() -> None:
+    topics = ["flight", "hotel", "museum", "weather", "train", "dinner"] * 3
+    for condense in (False, True):
+        graph, agent, _ = make(
+            window=6_000,
+            summarizer=CountingSummarizer(),
+            settings=PaceSettings(condense_when_fits=condense),
+        )
+        run_turns(graph, topics)
+        graph.invoke({"messages": [HumanMessage("Which flight did we pick?", id="q1")]}, cfg())
+        history = graph.get_state(cfg()).values["messages"]
+        data = last_ledger(graph)
+        assert data["tokens_before"] <= data["budget"]  # the whole history fits
+        sent = [m.id for m in agent.calls[-1].messages]
+        if condense:  # the paper's rule: low-relevance steps condensed anyway
+            assert "u13" not in sent and data["tokens_after"] < data["tokens_before"]
+        else:
+            assert sent == [m.id for m in history[:-1]]
+            assert data["full"] == data["scored"]
 
 
 def test_relevant_steps_stay_full_and_the_last_two_always_do() -> None:
