@@ -43,6 +43,7 @@ from langgraph_ctx.middleware import (
     MemoryRecall,
     PreflightCheck,
     ProviderPlacement,
+    ReflectiveContextManager,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
@@ -96,6 +97,9 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"arc"``: a checklist and an interaction memory, reorganized by reflection
+    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    ``summary_model``, else the offline one; folded turns go to ``archive``);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -196,7 +200,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom")
+STRATEGIES = ("tiered", "adacom", "arc")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -211,6 +215,10 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
     if strategy == "adacom":
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "arc":
+        return ReflectiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
         )
     raise ConfigurationError(
