@@ -154,10 +154,10 @@ class ReflectiveContextManager(Middleware):
         view = view.replace(messages=at.messages)
         job: _Job | None = ctx.session.scratch.pop(_JOB, None)
         if job is not None and not job.fits(at):
-            job.discard()  # its interactions or the memory changed: never applied stale
+            job.discard()  # its interaction or the memory changed: never applied stale
             job = None
-        if job is not None and len(job.span) > len(at.older):
-            ctx.session.scratch[_JOB] = job  # no new interaction since: nothing to fold yet
+        if job is not None and len(at.interactions) < 2:
+            ctx.session.scratch[_JOB] = job  # its interaction is still the last: not yet
             return view
         if job is not None:
             try:
@@ -167,17 +167,19 @@ class ReflectiveContextManager(Middleware):
             except TimeoutError:
                 if self.timeout is None or job.age() < self.timeout:
                     ctx.session.scratch[_JOB] = job
-                    ctx.record("arc_update_late", {"waited": self.wait, "raw": len(at.older)})
+                    ctx.record("arc_update_late", {"waited": self.wait, "raw": len(at.raw)})
                     return view  # the previous memory; the interaction stays raw
                 job.discard()
                 ctx.record("arc_update_failed", {"reason": "timeout", "seconds": job.age()})
             except Exception as exc:
                 ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
             else:
-                view = yield from self._absorb(view, ctx, at, at.older[: len(job.span)], folded)
+                view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
                 at = self._layout(list(view["messages"])) or at
-        if at.older:  # no job for them (a restart, a failure), or more than it covered
-            request, stall, settings = self._request(at, at.older, ctx)
+        # One interaction at a time, oldest first, whatever ran before (a restart, a
+        # failed job): the same updates a session that never stopped makes.
+        while len(at.interactions) >= 2:
+            request, stall, settings = self._request(at, at.interactions[0], ctx)
             try:
                 folded = yield IOCall(
                     partial(fold, self.manager, request, stall, settings),
@@ -187,7 +189,11 @@ class ReflectiveContextManager(Middleware):
             except Exception as exc:
                 ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
                 return view
-            view = yield from self._absorb(view, ctx, at, at.older, folded)
+            view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
+            after = self._layout(list(view["messages"]))
+            if after is None or after.raw == at.raw:
+                return view  # the edit was refused (recorded): stop, the call goes on
+            at = after
         if self.in_background:
             self._start(view, ctx)
         return view
@@ -259,7 +265,7 @@ class ReflectiveContextManager(Middleware):
             checklist=at.items,
             memory=memory_body(at.memory.text),
             interaction=tuple(span),
-            turn=stall.turn + len(_interactions(span)),
+            turn=stall.turn + 1,
             memory_tokens=cap,
             background=self.background,
         )
@@ -345,7 +351,8 @@ class ReflectiveContextManager(Middleware):
         at = self._layout(list(view["messages"]))
         if at is None or not at.raw:
             return
-        request, stall, settings = self._request(at, at.raw, ctx)
+        span = at.interactions[0]
+        request, stall, settings = self._request(at, span, ctx)
         run = partial(fold, self.manager, request, stall, settings)
         # A chat model does I/O worth a task on the loop; the offline manager is CPU
         # work, which would stall the loop: a thread of the package's pool.
@@ -353,7 +360,7 @@ class ReflectiveContextManager(Middleware):
         is_model = isinstance(self.manager, ChatModelArcManager)
         future, task = _prepare.in_background(run, arun if is_model else None)
         base = (str(at.checklist.id), str(at.memory.id))
-        job = _Job(_prepare.span_key(at.raw), base, future, task, time.monotonic())
+        job = _Job(_prepare.span_key(span), base, future, task, time.monotonic())
         ctx.session.scratch[_JOB] = job
 
 
@@ -374,9 +381,9 @@ class _Layout:
         return tuple(ChecklistItem.model_validate(i) for i in found)
 
     @property
-    def older(self) -> list[BaseMessage]:
-        """The raw interactions before the last one: what may be folded now."""
-        return [m for part in _interactions(self.raw)[:-1] for m in part]
+    def interactions(self) -> list[list[BaseMessage]]:
+        """The raw messages, one list per interaction; all but the last may be folded."""
+        return _interactions(self.raw)
 
 
 @dataclass(slots=True)
@@ -391,9 +398,10 @@ class _Job:
     started: float
 
     def fits(self, at: _Layout) -> bool:
-        n = len(self.span)
+        """Whether it still folds the first raw interaction, as it is, into this memory."""
         ids = (str(at.checklist.id), str(at.memory.id))
-        return ids == self.base and _prepare.span_key(at.raw[:n]) == self.span
+        first = at.interactions[0] if at.raw else []
+        return ids == self.base and _prepare.span_key(first) == self.span
 
     def age(self) -> float:
         return round(time.monotonic() - self.started, 3)
