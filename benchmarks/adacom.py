@@ -67,14 +67,7 @@ class CountingPolicy(OfflinePolicy):
 
 def run_adacom(s: Session, budget: int) -> Result:
     """The same budget as ``run_ours``; AdaCoM's offline manager in compression's place."""
-    system = count(_head(s))
-    window = math.ceil((system + budget) / 0.85)
-    spare = window - system - budget
-    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
-        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
-    )
-    model, policy = _scripted(s), CountingPolicy()
+    policy = CountingPolicy()
     manager = AdaptiveContextManager(
         manager=policy,
         every=1,
@@ -84,17 +77,30 @@ def run_adacom(s: Session, budget: int) -> Result:
         extract_tokens=budget // 8,
         timeout=None,
     )
+    result = replay(s, budget, manager)
+    result.summaries = ["manager"] * policy.calls  # counted as its "calls"
+    return result
+
+
+def replay(s: Session, budget: int, strategy: Any) -> Result:
+    """``s`` through pre-flight and ``strategy`` (a middleware), with ``run_ours``'s budget."""
+    system = count(_head(s))
+    window = math.ceil((system + budget) / 0.85)
+    spare = window - system - budget
+    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
+    limits = Budget(
+        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
+    )
+    model = _scripted(s)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     builder.add_edge("call_llm", END)
-    pipeline = Pipeline([PreflightCheck(), manager], budget=limits)
+    pipeline = Pipeline([PreflightCheck(), strategy], budget=limits)
     graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     for i, step in enumerate(s.steps):
         graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
-    result = _from_calls(model, [])
-    result.summaries = ["manager"] * policy.calls  # counted as its "calls"
-    return result
+    return _from_calls(model, [])
 
 
 STRATEGIES: dict[str, Callable[[Session, int], Result]] = {
@@ -122,15 +128,20 @@ NOTES = [
 ]
 
 
-def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
+def evaluate(
+    sessions: Sequence[Session],
+    label: str,
+    strategies: dict[str, Callable[[Session, int], Result]] | None = None,
+) -> list[list[str]]:
     rows = []
     for budget in BUDGETS:
-        for name, run in STRATEGIES.items():
-            n, peak, seconds = Counter[str](), 0, 0.0
+        for name, run in (strategies or STRATEGIES).items():
+            n, peak, seconds, cpu = Counter[str](), 0, 0.0, 0.0
             for s in sessions:
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 r = run(s, budget)
                 seconds += time.perf_counter() - start
+                cpu += time.process_time() - start_cpu
                 policy = count(_head(s))
                 text = prompt_text(r.final, s.system)
                 n["hits"] += sum(holds(text, p.answers, p.whole_word) for p in s.probes)
@@ -150,18 +161,19 @@ def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
                     f"{peak / budget:.2f}",
                     f"{n['over'] / n['calls']:.0%}",
                     f"{1_000 * seconds / n['calls']:.1f}",
+                    f"{1_000 * cpu / n['calls']:.1f}",
                 ]
             )
             print(f"{label} {budget:,} {name}: {n['hits']}/{n['probes']}", file=sys.stderr)
     return rows
 
 
-def long_horizon() -> list[str]:
+def long_horizon(strategies: Sequence[Any] = ("ours", "adacom", "none")) -> list[str]:
     """The harness's long-horizon workload (--quick: 1,000 turns for ours, the first 300
-    for the others, 128K window) through ours, AdaCoM and no management."""
+    for the others, 128K window) through ours, AdaCoM and no management (by default)."""
     from harness import run
 
-    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=True, progress=False)
+    results = run(["long"], list(strategies), seed=0, quick=True, progress=False)
     text = results.markdown()
     start, end = text.index("### Longevity"), text.index("### Plots")
     body = text[start:end].replace("### ", "#### ").strip().splitlines()
@@ -180,7 +192,7 @@ def main() -> None:
         sys.exit(str(exc))
     bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
     head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
-    head += ["peak messages / budget", "calls over budget", "ms per call"]
+    head += ["peak messages / budget", "calls over budget", "ms per call", "CPU ms per call"]
     lines = header("AdaCoM (offline policy) against ours and the peers")
     lines += ["### BFCL v4 memory: accepted answers in the final context", ""]
     lines += table(head, evaluate(bfcl, "bfcl"), left=2)

@@ -5,8 +5,9 @@ A baseline, not a claim about the learned manager (section 3.4 fine-tunes one):
 - **Checklist** from the task: its sentences that state a goal (find, check,
   which, a question...) or a constraint (must, only, before, a value...), at
   most ``max_items``; an open item is marked done, with the evidence line as
-  its note, once the newest interaction mentions ``done_share`` of its terms
-  (identifiers, numbers, names and content words).
+  its note, once the evidence (the newest interaction; in reflection, the whole
+  memory) names every identifier, number and name of it and ``done_share`` of
+  its other terms.
 - **Incremental update**: one memory line per tool call (``name({args}) ->``
   an extractive digest of its result, ``entry_tokens`` at most), per reply the
   agent wrote, per user message.
@@ -142,8 +143,9 @@ class OfflineArcManager:
         out = []
         for item in checklist:
             terms = _terms(item.text)
+            named = {e.lower() for e in entities(item.text)}
             covered = len(terms & everything) / len(terms) if terms else 0.0
-            if item.status != "open" or covered < self.done_share:
+            if item.status != "open" or covered < self.done_share or not named <= everything:
                 out.append(item)
                 continue
             best = max(range(len(seen)), key=lambda i: len(terms & seen[i]))

@@ -5,7 +5,8 @@ stalled progress, unresolved inconsistencies, ineffective repetition). These
 are the signals code can see for itself, checked on every incremental update:
 
 - ``repeated_call``: a tool called with the same arguments as one of the last
-  :data:`CALL_WINDOW` calls (or twice in the newest interaction);
+  :data:`CALL_WINDOW` calls (or twice in the newest interaction), the second
+  time (a loop that goes on is ``no_progress``'s);
 - ``contradiction``: a newer tool result gives a key another value than the
   one the memory holds (one key, two values). A key is a field of a result
   (JSON paths, or ``name: value`` lines) scoped by the call that returned it,
@@ -112,7 +113,7 @@ def observe(
     """The triggers the newest interaction fires, and the bookkeeping after it."""
     calls, facts, fired = list(stall.calls), dict(stall.facts), set()
     for signature, result in calls_in(interaction):
-        if signature in calls:
+        if calls.count(signature) == 1:  # the second time: a third adds nothing new
             fired.add("repeated_call")
         calls.append(signature)
         for key, value in facts_of(signature, result).items():

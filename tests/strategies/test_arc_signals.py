@@ -48,6 +48,8 @@ def test_a_call_repeated_with_the_same_arguments_fires_repeated_call() -> None:
         ]
     )
     assert fired == [(), (), (), ("repeated_call",)]
+    again = step("search", {"q": "Lyon", "page": 1}, "3 hits")
+    assert run([again, again, again]) == [(), ("repeated_call",), ()]  # once, the second time
 
 
 def test_a_repeat_is_looked_for_in_a_bounded_window() -> None:
