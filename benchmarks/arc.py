@@ -299,12 +299,13 @@ def _rate(k: int, total: int) -> str:
 
 
 NOTES = [
-    "ARC's memory cap is 0.4 of the message budget (800 / 1,600 tokens); reflection condenses it",
-    "to 0.6 of that once it is over. Its `manager/summarizer calls per 100` column counts the",
-    "incremental folds (one per interaction, so about one per model call).",
+    "ARC's memory cap is 0.4 of the message budget (800 / 1,600 tokens); reflection condenses",
+    "it to 0.6 of that once it is over. Its `manager/summarizer calls per 100` column counts",
+    "the incremental folds (one per interaction, so about one per model call).",
     "Not the learned manager of the paper: a rule baseline on the same extractive summarizer.",
-    "`ms per call`/`CPU ms per call`: the whole replay per model call (scripted model included; CPU",
-    "is the process's, ARC's fold threads included), on a shared 2-core machine: orientation only.",
+    "`ms per call`/`CPU ms per call`: the whole replay per model call (scripted model",
+    "included; CPU is the process's, ARC's fold threads included), on a shared 2-core",
+    "machine: orientation only.",
 ]
 
 STALL_NOTES = [
