@@ -180,24 +180,39 @@ def long_horizon(strategies: Sequence[Any] = ("ours", "adacom", "none")) -> list
     return ["### Long horizon (the harness, `--quick`)", "", *body]
 
 
+def replays(first_trial: bool) -> tuple[list[Session], list[Session]]:
+    """The BFCL and tau-bench sessions (exits with the reason if the data is missing)."""
+    try:
+        base = data_dir()
+    except ConfigurationError as exc:
+        sys.exit(str(exc))
+    return bfcl_sessions(base), tau_sessions(base, first_trial_only=first_trial)
+
+
+def replay_tables(
+    bfcl: Sequence[Session],
+    tau: Sequence[Session],
+    strategies: Callable[[str], dict[str, Callable[[Session, int], Result]]],
+) -> list[str]:
+    """Both replay tables; ``strategies(label)`` gives the contestants of each."""
+    head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
+    head += ["peak messages / budget", "calls over budget", "ms per call", "CPU ms per call"]
+    lines = ["### BFCL v4 memory: accepted answers in the final context", ""]
+    lines += table(head, evaluate(bfcl, "bfcl", strategies("bfcl")), left=2)
+    lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
+    lines += table(head, evaluate(tau, "tau", strategies("tau")), left=2)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
     parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
     args = parser.parse_args()
     logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
-    try:
-        base = data_dir()
-    except ConfigurationError as exc:
-        sys.exit(str(exc))
-    bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
-    head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
-    head += ["peak messages / budget", "calls over budget", "ms per call", "CPU ms per call"]
+    bfcl, tau = replays(args.first_trial)
     lines = header("AdaCoM (offline policy) against ours and the peers")
-    lines += ["### BFCL v4 memory: accepted answers in the final context", ""]
-    lines += table(head, evaluate(bfcl, "bfcl"), left=2)
-    lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
-    lines += table(head, evaluate(tau, "tau"), left=2)
+    lines += replay_tables(bfcl, tau, lambda label: STRATEGIES)
     trials = "trial 0" if args.first_trial else "all 4 trials"
     flags = (" --first-trial" if args.first_trial else "") + (" --long" if args.long else "")
     lines += [

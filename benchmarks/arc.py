@@ -34,8 +34,7 @@ from typing import Any
 
 from _common import emit, header, table
 from adacom import STRATEGIES as ADACOM_STRATEGIES
-from adacom import evaluate, long_horizon, replay
-from harness.realdata import bfcl_sessions, data_dir, tau_sessions
+from adacom import long_horizon, replay, replay_tables, replays
 from harness.session import Session
 from harness.strategies import Replay, Setup, Strategy, TimedPipeline, _one_node
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, trim_messages
@@ -54,7 +53,7 @@ from langgraph_ctx import (
     TieredCompression,
 )
 from langgraph_ctx.agent.nodes import call_llm_node
-from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
+from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.strategies import OfflineArcManager, Reflection, UpdateRequest
 from langgraph_ctx.strategies.arc_signals import signature
 from langgraph_ctx.testing import ScriptedChatModel
@@ -340,17 +339,8 @@ def main() -> None:
     )
     started, started_cpu = time.perf_counter(), time.process_time()
     if not args.stall_only:
-        try:
-            base = data_dir()
-        except ConfigurationError as exc:
-            sys.exit(str(exc))
-        bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
-        head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
-        head += ["peak messages / budget", "calls over budget", "ms per call", "CPU ms per call"]
-        lines += ["### BFCL v4 memory: accepted answers in the final context", ""]
-        lines += table(head, evaluate(bfcl, "bfcl", strategies("bfcl")), left=2)
-        lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
-        lines += table(head, evaluate(tau, "tau", strategies("tau")), left=2)
+        bfcl, tau = replays(args.first_trial)
+        lines += replay_tables(bfcl, tau, strategies)
         lines += ["", "### How often ARC reflected on the replays", ""]
         rhead = ["replays, budget", "folds", "reflections", "per 100 folds", "triggers"]
         lines += table(rhead, reflection_rows("bfcl") + reflection_rows("tau"), left=1)

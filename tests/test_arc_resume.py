@@ -5,18 +5,14 @@ with nothing lost, nothing applied twice, and ends as the session that never die
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from tests.adacom_worker import THREAD, TURNS, turn
+from tests.adacom_worker import THREAD, TURNS, run_killed, turn
 from tests.arc_worker import drive, session
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def sent_ids(upto: int) -> set[str]:
@@ -32,13 +28,7 @@ def test_sigkill_mid_update_resumes_with_nothing_lost(tmp_path: Path, kill: list
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()
     clean_dir.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tests.arc_worker", "--dir", str(killed_dir), *kill],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_killed("tests.arc_worker", str(killed_dir), *kill)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     config = {"configurable": {"thread_id": THREAD}}

@@ -7,7 +7,7 @@ A baseline, not a claim about the learned manager (section 3.4 fine-tunes one):
   most ``max_items``; an open item is marked done, with the evidence line as
   its note, once the evidence (the newest interaction; in reflection, the whole
   memory) names every identifier, number and name of it and ``done_share`` of
-  its other terms.
+  its other terms (a line reporting an error or a miss never closes one).
 - **Incremental update**: one memory line per tool call (``name({args}) ->``
   an extractive digest of its result, ``entry_tokens`` at most), per reply the
   agent wrote, per user message.
@@ -43,6 +43,10 @@ GOAL_CUES = re.compile(
 )
 _LINE = re.compile(r"^\(t(\d+)(?:-t\d+)?\) (.*)$")
 _CALL = re.compile(r"^([\w.-]+\(.*?\)) -> (.*)$")
+_FAILURE = re.compile(
+    r"\b(error|not found|failed|failure|unavailable|invalid|denied|timed? ?out|no results?)\b",
+    re.IGNORECASE,
+)
 _ROLE = re.compile(r"^(?:User|Assistant|System|Tool(?: [\w.-]+)?): ")
 _MADE = re.compile(r" \[made \d+ times: (t\d+(?:, t\d+)*)\]$")
 
@@ -138,7 +142,8 @@ class OfflineArcManager:
         self, checklist: Sequence[ChecklistItem], evidence: Sequence[str], turn: int
     ) -> list[ChecklistItem]:
         """Open items the evidence lines cover, marked done with the best line as note."""
-        seen = [_terms(line) for line in evidence]
+        # A failure mentions what it failed to find: never evidence that it was found.
+        seen = [set() if _FAILURE.search(line) else _terms(line) for line in evidence]
         everything = set().union(*seen) if seen else set()
         out = []
         for item in checklist:
