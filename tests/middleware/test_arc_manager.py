@@ -339,3 +339,17 @@ def test_a_failing_manager_leaves_the_history_and_the_call_goes_on() -> None:
 def test_bad_settings_fail_when_built(option: str, value: Any) -> None:
     with pytest.raises(ConfigurationError, match=option):
         ReflectiveContextManager(**{option: value})
+
+
+async def test_under_ainvoke_a_chat_model_manager_folds_on_the_loop() -> None:
+    def update(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+        turn = messages[-1].text.split("Newest interaction (turn ")[1].split(")")[0]
+        return {"entry": f"step {turn} folded", "checklist": []}
+
+    manager = ScriptedChatModel(structured_default=update)
+    model = ScriptedChatModel(responses=calls("A-1", "A-2", "A-3"))
+    graph = agent_graph(model, ReflectiveContextManager(manager=manager))
+    await graph.ainvoke(start(), cfg())
+    assert not ledger(graph, "arc_update_failed") and not ledger(graph, "arc_update_late")
+    memory = model.calls[-1].messages[3].text
+    assert memory == f"{MEMORY_TITLE}\n(t1) step 1 folded\n(t2) step 2 folded"
