@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import time
 from collections import Counter
@@ -44,12 +43,13 @@ from retention import (
     _scripted,
     _stateless,
     count,
+    limits_for,
     run_langmem,
     run_ours,
     run_summarization_mw,
 )
 
-from langgraph_ctx import AdaptiveContextManager, Budget, ContextState, Pipeline, PreflightCheck
+from langgraph_ctx import AdaptiveContextManager, ContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
@@ -84,13 +84,7 @@ def run_adacom(s: Session, budget: int) -> Result:
 
 def replay(s: Session, budget: int, strategy: Any) -> Result:
     """``s`` through pre-flight and ``strategy`` (a middleware), with ``run_ours``'s budget."""
-    system = count(_head(s))
-    window = math.ceil((system + budget) / 0.85)
-    spare = window - system - budget
-    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
-        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
-    )
+    limits = limits_for(s, budget)
     model = _scripted(s)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model))
