@@ -81,15 +81,20 @@ def _from_calls(model: ScriptedChatModel, summaries: list[str]) -> Result:
     return Result(list(calls[-1].messages), [count(c.messages) for c in calls], summaries)
 
 
-def run_ours(s: Session, budget: int) -> Result:
+def limits_for(s: Session, budget: int) -> Budget:
     """Messages allocation = budget, red line (85% of the window) = pinned policy + budget."""
     system = count(_head(s))
     window = math.ceil((system + budget) / 0.85)
     spare = window - system - budget
     sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
+    return Budget(
         window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
     )
+
+
+def run_ours(s: Session, budget: int) -> Result:
+    """Ours under :func:`limits_for`'s budget."""
+    limits = limits_for(s, budget)
     model, summarizer = _scripted(s), _summarizer()
     pipeline = Pipeline([PreflightCheck(), TieredCompression(summarizer=summarizer)], budget=limits)
     builder = StateGraph(ContextState)

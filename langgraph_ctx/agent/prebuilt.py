@@ -45,6 +45,7 @@ from langgraph_ctx.middleware import (
     PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
+    ReflectiveContextManager,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
@@ -102,6 +103,9 @@ class AgentOptions(TypedDict, total=False):
     ``"pace"``: each call's context assembled from every step at the granularity
     its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
     summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
+    ``"arc"``: a checklist and an interaction memory, reorganized by reflection
+    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    ``summary_model``, else the offline one; folded turns go to ``archive``);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -206,7 +210,7 @@ def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom", "pace")
+STRATEGIES = ("tiered", "adacom", "arc", "pace")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -225,6 +229,10 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         )
     if strategy == "pace":  # ephemeral per call: every model node needs it
         return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
+    if strategy == "arc":
+        return ReflectiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
     )

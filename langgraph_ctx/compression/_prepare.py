@@ -140,22 +140,29 @@ def start(
     the running event loop, if there is one; otherwise, and for CPU-bound
     summarizers, ``run`` goes to the package's pool.
     """
-    keys = (span_key(summaries), span_key(span))
+    future, task = in_background(run, arun)
+    return Prepared(span_key(summaries), span_key(span), meta, max_tokens, future, task)
+
+
+def in_background(
+    run: Callable[[], T], arun: Callable[[], Awaitable[T]] | None
+) -> tuple[concurrent.futures.Future[T], asyncio.Task[Any] | None]:
+    """Start ``arun`` as a task on the running loop (genuine async I/O), or else
+    ``run`` in the package's pool; a future any thread can wait on, and the task
+    (keep it: the loop holds only a weak reference)."""
     loop = None
     if arun is not None:
         with contextlib.suppress(RuntimeError):
             loop = asyncio.get_running_loop()
-    if loop is None:
-        return Prepared(*keys, meta, max_tokens, pool().submit(run))
-    future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
+    if loop is None or arun is None:
+        return pool().submit(run), None
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
-    assert arun is not None
-    return Prepared(*keys, meta, max_tokens, future, loop.create_task(settle(future, arun)))
+    return future, loop.create_task(settle(future, arun))
 
 
 async def settle(future: concurrent.futures.Future[T], arun: Callable[[], Awaitable[T]]) -> None:
-    """Run ``arun`` and put its outcome in ``future``, which any thread can wait on
-    (PACE's background summaries use it too)."""
+    """Run ``arun`` and put its outcome in ``future``, which any thread can wait on."""
     try:
         future.set_result(await arun())
     except BaseException as exc:  # cancelled with its loop, or the summarizer failed

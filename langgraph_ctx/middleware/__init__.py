@@ -1,6 +1,7 @@
 """Built-in middleware, one per module."""
 
 from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
+from langgraph_ctx.middleware.arc_manager import ReflectiveContextManager
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import ProviderPlacement
@@ -15,6 +16,7 @@ __all__ = [
     "PredictiveExtraction",
     "PreflightCheck",
     "ProviderPlacement",
+    "ReflectiveContextManager",
     "SummaryObserver",
     "TieredCompression",
     "ToolEviction",

@@ -10,6 +10,11 @@
   their records (``pace_steps``), background summaries (``pace_summaries``) and
   the glimpse tool (``pace_glimpse``). The middleware is
   :class:`langgraph_ctx.middleware.PredictiveExtraction`.
+- ``arc``: ARC's context manager (arXiv "ARC: Active and Reflection-driven
+  Context Management"): checklist, interaction memory, incremental update and
+  reflection; ``arc_model``: a chat-model manager; ``arc_signals``: the stall triggers;
+  ``arc_offline``: a deterministic manager. The middleware is
+  :class:`langgraph_ctx.middleware.ReflectiveContextManager`.
 """
 
 from langgraph_ctx.strategies.adacom import (
@@ -23,6 +28,25 @@ from langgraph_ctx.strategies.adacom import (
     listing,
 )
 from langgraph_ctx.strategies.adacom_offline import OfflinePolicy
+from langgraph_ctx.strategies.arc import (
+    CHECKLIST_TITLE,
+    MEMORY_TITLE,
+    ArcManager,
+    ChecklistItem,
+    Folded,
+    MemoryUpdate,
+    Reflection,
+    UpdateRequest,
+    afold,
+    fold,
+    memory_body,
+    render_checklist,
+    render_memory,
+    stamped,
+)
+from langgraph_ctx.strategies.arc_model import REFLECT_PROMPT, UPDATE_PROMPT, ChatModelArcManager
+from langgraph_ctx.strategies.arc_offline import OfflineArcManager
+from langgraph_ctx.strategies.arc_signals import TRIGGERS, FoldSettings, StallState
 from langgraph_ctx.strategies.pace import PaceSettings
 from langgraph_ctx.strategies.pace_glimpse import GLIMPSE_LIMIT, StepSource, glimpse_tool
 from langgraph_ctx.strategies.pace_scorer import (
@@ -33,21 +57,42 @@ from langgraph_ctx.strategies.pace_scorer import (
 )
 
 __all__ = [
+    "CHECKLIST_TITLE",
     "GLIMPSE_LIMIT",
     "MANAGER_PROMPT",
+    "MEMORY_TITLE",
     "NOTE_TITLE",
+    "REFLECT_PROMPT",
+    "TRIGGERS",
+    "UPDATE_PROMPT",
+    "ArcManager",
+    "ChatModelArcManager",
     "ChatModelManager",
+    "ChecklistItem",
     "ContextManagerPolicy",
     "EmbeddingScorer",
+    "FoldSettings",
+    "Folded",
     "LexicalScorer",
     "ManagerAction",
     "ManagerRequest",
+    "MemoryUpdate",
     "Modification",
+    "OfflineArcManager",
     "OfflinePolicy",
     "PaceSettings",
+    "Reflection",
     "Scorer",
+    "StallState",
     "StepSource",
+    "UpdateRequest",
+    "afold",
     "default_scorer",
+    "fold",
     "glimpse_tool",
     "listing",
+    "memory_body",
+    "render_checklist",
+    "render_memory",
+    "stamped",
 ]
