@@ -24,6 +24,7 @@ Run from the repo root: ``python benchmarks/bacm.py [--quick]``.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections import Counter
@@ -33,27 +34,20 @@ from itertools import pairwise
 from typing import Any
 
 from _common import emit, header, table
+from adacom import replay, replays
 from harness.session import Session, holds, prompt_text
 from retention import (
     Result,
-    _from_calls,
     _head,
     _stateless,
     _summarizer,
     count,
-    load_sessions,
-    replay,
     run_langmem,
     run_ours,
     run_summarization_mw,
 )
 
-from langgraph_ctx import (
-    BudgetAwareFolding,
-    BudgetExceededError,
-    PreflightCheck,
-    TieredCompression,
-)
+from langgraph_ctx import BudgetAwareFolding, BudgetExceededError, TieredCompression
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies import FoldAction, FoldRequest, OfflineFoldPolicy, fold_kind
 
@@ -88,8 +82,9 @@ def run_bacm(s: Session, budget: int) -> Result:
     policy = CountingPolicy(summarizer=summarizer)
     guard = CountingGuard(summarizer=summarizer, prepare_ahead=False)
     bacm = BudgetAwareFolding(policy=policy, guard=guard, timeout=None)
-    model = replay(s, budget, [PreflightCheck(), bacm])
-    return _from_calls(model, ["fold"] * policy.folds + ["guard"] * guard.runs)
+    result = replay(s, budget, bacm)
+    result.summaries = ["fold"] * policy.folds + ["guard"] * guard.runs
+    return result
 
 
 STRATEGIES: dict[str, Callable[[Session, int], Result]] = {
@@ -194,7 +189,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tau-bench trial 0 only")
     args = parser.parse_args()
-    bfcl_sets, tau_sets = load_sessions(args.quick)
+    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
+    bfcl_sets, tau_sets = replays(args.quick)
     bfcl, tau = measure(bfcl_sets, "bfcl"), measure(tau_sets, "tau")
     budgets = " / ".join(f"{b // 1000}K" for b in BUDGETS)
     lines = header("BACM (offline policy) against ours and the peers as the budget shrinks")

@@ -24,6 +24,8 @@ ORDER = [  # (file stem, what it answers, issue)
     ("fuzz", "Random sessions: no orphan, task kept, prompt within its limit, nothing lost", 16),
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
     ("bacm", "BACM's offline folding rule vs ours and the peers at 8K / 4K / 2K", 19),
+    ("pace", "PACE (MiniLM and lexical) vs ours and the peers; longevity; cost per call", 20),
+    ("arc", "ARC's offline manager vs ours and the peers; reflection on a stall workload", 18),
     ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
     ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),

@@ -36,14 +36,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langmem.short_term import summarize_messages
 
-from langgraph_ctx import (
-    Budget,
-    ContextState,
-    Middleware,
-    Pipeline,
-    PreflightCheck,
-    TieredCompression,
-)
+from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TieredCompression
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.compression import entities
 from langgraph_ctx.errors import ConfigurationError
@@ -88,17 +81,7 @@ def _from_calls(model: ScriptedChatModel, summaries: list[str]) -> Result:
     return Result(list(calls[-1].messages), [count(c.messages) for c in calls], summaries)
 
 
-def load_sessions(first_trial_only: bool) -> tuple[list[Session], list[Session]]:
-    """The BFCL and tau-bench replays (quiet compression logs), or exit saying what is missing."""
-    logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
-    try:
-        base = data_dir()
-    except ConfigurationError as exc:
-        sys.exit(str(exc))
-    return bfcl_sessions(base), tau_sessions(base, first_trial_only=first_trial_only)
-
-
-def limits(s: Session, budget: int) -> Budget:
+def limits_for(s: Session, budget: int) -> Budget:
     """Messages allocation = budget, red line (85% of the window) = pinned policy + budget."""
     system = count(_head(s))
     window = math.ceil((system + budget) / 0.85)
@@ -109,24 +92,18 @@ def limits(s: Session, budget: int) -> Budget:
     )
 
 
-def replay(s: Session, budget: int, layers: list[Middleware]) -> ScriptedChatModel:
-    """The session through a call_llm graph with ``layers``; the model it called."""
-    model = _scripted(s)
+def run_ours(s: Session, budget: int) -> Result:
+    """Ours under :func:`limits_for`'s budget."""
+    limits = limits_for(s, budget)
+    model, summarizer = _scripted(s), _summarizer()
+    pipeline = Pipeline([PreflightCheck(), TieredCompression(summarizer=summarizer)], budget=limits)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     builder.add_edge("call_llm", END)
-    pipeline = Pipeline(layers, budget=limits(s, budget))
     graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     for i, step in enumerate(s.steps):
         graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
-    return model
-
-
-def run_ours(s: Session, budget: int) -> Result:
-    """Pre-flight and tiered compression, at :func:`limits`."""
-    summarizer = _summarizer()
-    model = replay(s, budget, [PreflightCheck(), TieredCompression(summarizer=summarizer)])
     return _from_calls(model, summarizer.log.texts)
 
 

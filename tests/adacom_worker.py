@@ -16,7 +16,6 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -95,21 +94,20 @@ def drive(graph: Any, upto: int = TURNS) -> None:
         graph.invoke(turn(i), config)
 
 
-def main(open_session: Any = None, run: Any = None) -> None:
-    """The worker's command line; another worker passes its own ``session`` and ``drive``."""
+def run_killed(module: str, dir: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m module --dir dir *args`` from the repo root, to be SIGKILLed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", module, "--dir", dir, *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+
+
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--kill-after", type=int)
     args = parser.parse_args()
-    with (open_session or session)(args.dir, args.kill_after) as (graph, _):
-        (run or drive)(graph)
-
-
-def run_killed(module: str, dir: Path, kill_after: int) -> subprocess.CompletedProcess[str]:
-    """Run worker ``module`` in a subprocess that kills itself after ``kill_after`` writes."""
-    command = [sys.executable, "-m", module, "--dir", str(dir), "--kill-after", str(kill_after)]
-    root = Path(__file__).resolve().parents[1]
-    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
+    with session(args.dir, args.kill_after) as (graph, _):
+        drive(graph)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ fold's originals are archived, the step that shows the observation is not checkp
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -26,7 +27,6 @@ from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.strategies import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.adacom_worker import KillingArchive
-from tests.adacom_worker import main as worker_main
 
 TURNS = 6
 THREAD = "bacm-crash"
@@ -89,5 +89,14 @@ def drive(graph: Any, upto: int = TURNS) -> None:
         graph.invoke(turn(i), config, durability="sync")
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--kill-after", type=int)
+    args = parser.parse_args()
+    with session(args.dir, args.kill_after) as (graph, _):
+        drive(graph)
+
+
 if __name__ == "__main__":
-    worker_main(session, drive)
+    main()

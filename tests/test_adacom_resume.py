@@ -24,7 +24,7 @@ def test_sigkill_mid_edit_resumes_with_nothing_lost(tmp_path: Path) -> None:
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()
     clean_dir.mkdir()
-    proc = run_killed("tests.adacom_worker", killed_dir, 4)
+    proc = run_killed("tests.adacom_worker", str(killed_dir), "--kill-after", "4")
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     config = {"configurable": {"thread_id": THREAD}}

@@ -32,7 +32,7 @@ def test_sigkill_between_fold_and_observation_resumes_with_nothing_lost(tmp_path
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()
     clean_dir.mkdir()
-    proc = run_killed("tests.bacm_worker", killed_dir, 2)
+    proc = run_killed("tests.bacm_worker", str(killed_dir), "--kill-after", "2")
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     config = {"configurable": {"thread_id": THREAD}}

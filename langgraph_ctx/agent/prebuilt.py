@@ -7,8 +7,9 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="bacm"``
-BACM's budget-aware folding (and its ``fold`` tool); provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
+PACE (before both model nodes, with its ``glimpse`` tool), ``strategy="bacm"``
+BACM's budget-aware folding (with its ``fold`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -43,8 +44,10 @@ from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     BudgetAwareFolding,
     MemoryRecall,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
+    ReflectiveContextManager,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
@@ -56,6 +59,7 @@ from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.strategies import GLIMPSE_LIMIT, glimpse_tool
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -98,6 +102,12 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"pace"``: each call's context assembled from every step at the granularity
+    its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
+    summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
+    ``"arc"``: a checklist and an interaction memory, reorganized by reflection
+    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    ``summary_model``, else the offline one; folded turns go to ``archive``);
     ``"bacm"``: the agent is shown its budget before each observation and folds
     past steps with a ``fold`` tool, the offline folding rule (or ``summary_model``)
     folds near the red line, tiered compression guards it
@@ -176,6 +186,9 @@ def build_context_agent(
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
     strategy = _strategy(options, _llm_nodes(options))
+    if isinstance(strategy, PredictiveExtraction):
+        tools = [*tools, glimpse_tool(GLIMPSE_LIMIT)]
+        always_include = [*always_include, "glimpse"]
     own: Sequence[BaseTool] = getattr(strategy, "tools", ())  # BACM's fold: always bound
     tools, always_include = [*tools, *own], [*always_include, *(t.name for t in own)]
     registry = ToolRegistry(tools, always_include=always_include)
@@ -211,7 +224,7 @@ def _builtins(
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom", "bacm")
+STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -226,6 +239,12 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
     if strategy == "adacom":
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "pace":  # ephemeral per call: every model node needs it
+        return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
+    if strategy == "arc":
+        return ReflectiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
         )
     if strategy == "bacm":

@@ -77,7 +77,7 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_reducer
+from langgraph_ctx.state import LedgerEntry, ledger_reducer, merge_dicts
 from langgraph_ctx.tokens import TokenCounter
 
 NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
@@ -87,6 +87,8 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
+    pace_chunks: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    """What :class:`~langgraph_ctx.middleware.PredictiveExtraction` keeps for resume."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):

@@ -1,8 +1,10 @@
 """Built-in middleware, one per module."""
 
 from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
+from langgraph_ctx.middleware.arc_manager import ReflectiveContextManager
 from langgraph_ctx.middleware.budget_folding import BudgetAwareFolding
 from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
@@ -13,8 +15,10 @@ __all__ = [
     "AdaptiveContextManager",
     "BudgetAwareFolding",
     "MemoryRecall",
+    "PredictiveExtraction",
     "PreflightCheck",
     "ProviderPlacement",
+    "ReflectiveContextManager",
     "SummaryObserver",
     "TieredCompression",
     "ToolEviction",
