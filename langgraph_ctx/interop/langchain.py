@@ -61,13 +61,15 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.placement import (
     ANNOTATION,
     Placement,
     check_placement,
     place_messages,
 )
+from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -77,7 +79,7 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_reducer
+from langgraph_ctx.state import LedgerEntry, ledger_reducer, merge_dicts
 from langgraph_ctx.tokens import TokenCounter
 
 NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
@@ -87,6 +89,8 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
+    session: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    """What the layers keep about the session (``glimpse``'s token cap)."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
@@ -104,6 +108,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         events: EventSink | None = None,
         max_sessions: int = 1024,
         placement: Placement = "system",
+        recall: bool = False,
     ) -> None:
         """
         Args:
@@ -117,7 +122,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
                 into its system message; ``"pair"``: a user/assistant pair each;
                 ``"none"``: as the history has them). See
                 :mod:`~langgraph_ctx.middleware.placement`.
+            recall: bring back, before each model call, what the strategy among
+                ``middleware`` archived and the question needs
+                (:class:`~langgraph_ctx.middleware.MemoryRecall`), and give the
+                agent the ``glimpse`` tool (this middleware's ``tools``).
         """
+        if recall:
+            middleware = _with_recall(list(middleware))
+            self.tools = [m.tool for m in middleware if isinstance(m, Glimpse)]
         self.placement = check_placement(placement, "ContextMiddleware.placement")
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
@@ -170,6 +182,18 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             system_prompt=request.system_prompt if self.system_prompt_counted else None,
         )
         return ctx, View({**state, "messages": list(request.messages)})
+
+
+def _with_recall(
+    middleware: list[Middleware | Callable[..., Any]],
+) -> list[Middleware | Callable[..., Any]]:
+    archive = next((a for m in middleware if (a := getattr(m, "archive", None)) is not None), None)
+    if archive is None:
+        raise ConfigurationError(
+            "ContextMiddleware.recall",
+            "needs a layer that archives (TieredCompression, AdaptiveContextManager)",
+        )
+    return [*middleware, MemoryRecall(archive=archive), Glimpse(archive)]
 
 
 def _keys(schema: type[Any]) -> frozenset[str]:

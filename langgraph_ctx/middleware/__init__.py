@@ -2,6 +2,7 @@
 
 from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
 from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
@@ -10,6 +11,7 @@ from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
 __all__ = [
     "AdaptiveContextManager",
+    "Glimpse",
     "MemoryRecall",
     "PreflightCheck",
     "ProviderPlacement",
