@@ -448,6 +448,7 @@ class TieredCompression(Middleware):
                     "through": info["through"],
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
+                    "max_tokens": work.max_tokens,  # what the summarizer was asked for
                     "ratio": round(before["summarized"] / max(written, 1), 2),
                     "entity_retention": round(retention, 4),
                     "meta": work.meta,
