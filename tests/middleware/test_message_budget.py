@@ -1,4 +1,4 @@
-"""A message budget that means what it says; no message moves; summaries fit the pipeline's counter."""
+"""A message budget that means what it says; no message moves; summaries fit the count."""
 
 from __future__ import annotations
 
