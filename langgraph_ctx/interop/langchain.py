@@ -79,7 +79,7 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_reducer, merge_dicts
+from langgraph_ctx.state import LedgerEntry, ledger_reducer
 from langgraph_ctx.tokens import TokenCounter
 
 NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
@@ -89,8 +89,6 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
-    session: NotRequired[Annotated[dict[str, Any], merge_dicts]]
-    """What the layers keep about the session (``glimpse``'s token cap)."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
@@ -125,11 +123,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             recall: bring back, before each model call, what the strategy among
                 ``middleware`` archived and the question needs
                 (:class:`~langgraph_ctx.middleware.MemoryRecall`), and give the
-                agent the ``glimpse`` tool (this middleware's ``tools``).
+                agent the ``glimpse`` tool (this middleware's ``tools``; its
+                answers capped at ``Glimpse.max_tokens``, as the agent state
+                keeps no ``session`` for a budget-sized cap).
         """
         if recall:
-            middleware = _with_recall(list(middleware))
-            self.tools = [m.tool for m in middleware if isinstance(m, Glimpse)]
+            archive = _archive_of(list(middleware))
+            middleware = [*middleware, MemoryRecall(archive=archive)]
+            self.tools = [Glimpse(archive).tool]
         self.placement = check_placement(placement, "ContextMiddleware.placement")
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
@@ -184,16 +185,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         return ctx, View({**state, "messages": list(request.messages)})
 
 
-def _with_recall(
-    middleware: list[Middleware | Callable[..., Any]],
-) -> list[Middleware | Callable[..., Any]]:
+def _archive_of(middleware: list[Middleware | Callable[..., Any]]) -> Any:
     archive = next((a for m in middleware if (a := getattr(m, "archive", None)) is not None), None)
     if archive is None:
         raise ConfigurationError(
             "ContextMiddleware.recall",
             "needs a layer that archives (TieredCompression, AdaptiveContextManager)",
         )
-    return [*middleware, MemoryRecall(archive=archive), Glimpse(archive)]
+    return archive
 
 
 def _keys(schema: type[Any]) -> frozenset[str]:
