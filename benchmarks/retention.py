@@ -51,7 +51,7 @@ from langmem.short_term import summarize_messages
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TieredCompression
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.compression import entities
-from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
 from langgraph_ctx.middleware import MemoryRecall
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
@@ -292,13 +292,26 @@ def run_asked(
     builder.add_edge("call_llm", END)
     graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     for i, step in enumerate(s.steps):
-        graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
+        _refusable(graph, {"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
     end = graph.get_state(CFG).config
     prompts = []
     for n, question in enumerate(questions):
-        graph.invoke({"messages": [HumanMessage(question, id=f"question-{n}")]}, end)
-        prompts.append(list(model.calls[-1].messages))
+        calls = len(model.calls)
+        _refusable(graph, {"messages": [HumanMessage(question, id=f"question-{n}")]}, end)
+        prompts.append(list(model.calls[-1].messages) if len(model.calls) > calls else [])
     return prompts, [count(c.messages) for c in model.calls]
+
+
+REFUSED = Counter[str]()
+
+
+def _refusable(graph: Any, inputs: dict[str, Any], config: Any) -> None:
+    """One invoke; a call refused by the hard ceiling (``BudgetExceededError``: nothing
+    sent, nothing found) is counted, and the replay goes on from the last checkpoint."""
+    try:
+        graph.invoke(inputs, config)
+    except BudgetExceededError:
+        REFUSED["calls"] += 1
 
 
 def evaluate_asked(
@@ -320,7 +333,9 @@ def evaluate_asked(
                     found = holds(prompt_text(prompt, s.system), p.answers, p.whole_word)
                     reach = holds(history, p.answers, p.whole_word)
                     n += Counter(hits=found, reach=reach, kept=found and reach, probes=1)
-                n["calls"] += len(sizes)
+                refused = REFUSED.pop("calls", 0)
+                n["calls"] += len(sizes) + refused
+                n["refused"] += refused
                 n["over"] += sum(size - policy > budget for size in sizes)
                 n["asked"] += sum(count(p) - policy for p in prompts)
                 n["questions"] += len(prompts)
@@ -333,6 +348,7 @@ def evaluate_asked(
                     *(f"{x:.1%}" for x in shares),
                     f"{n['asked'] / n['questions']:,.0f}",
                     f"{n['over']} of {n['calls']:,}",
+                    str(n["refused"]),
                 ]
             )
             print(f"{label} asked {budget:,} {name}: {n['hits']}/{n['probes']}", file=sys.stderr)
@@ -347,16 +363,18 @@ def recall_section(bfcl: list[Session], tau: list[Session], base: Any, trials: s
         "replay (a fork of its last checkpoint); for tau-bench one question per trajectory names",
         "the gold actions and their argument names (never the values): what the agent is about",
         "to do when it needs them. What the model receives, messages plus the recall block, is",
-        "within B: with recall the messages get 3B/4 and the block B/4 (`Budget(messages_cap=True)`,",
-        "the semantics of `Budget.for_messages`); without, the messages get B. Recall searches the",
+        "within B: with recall the messages get 3B/4 and the block B/4 (`messages_cap=True`, the",
+        "semantics of `Budget.for_messages`); without, the messages get B. Recall searches the",
         "thread's archive (in memory, BM25) with the question. The summarizer is the offline",
         "extractive one for every strategy; the peers get it too (as a chat model). The peers'",
         "rows are the retention replay (answers in the last prompt, no question asked), run in",
-        "the same process.",
+        "the same process. A call the hard ceiling refuses (`BudgetExceededError`: the prompt",
+        "cannot fit even with every tool result cut) sends nothing and finds nothing; the",
+        "replay goes on from the last checkpoint. Counted in 'calls refused'.",
         "",
     ]
     head = ["budget", "strategy", "answers present", "of those in history"]
-    head += ["prompt at the question (mean tokens)", "calls over B"]
+    head += ["prompt at the question (mean tokens)", "calls over B", "calls refused"]
     peers = ["budget", "strategy", "answers present", "of those in history", "whole word"]
     peers += ["final context (mean tokens)", "compression", "calls over budget", "tokens sent"]
     peers += ["summarizer calls"]

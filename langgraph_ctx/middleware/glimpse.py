@@ -61,20 +61,21 @@ class GlimpseRequest:
 
 
 class GlimpseSource(Protocol):
-    """Resolves a reference to text; ``None`` when the reference is not its own."""
+    """Resolves a reference to text; ``None`` when the reference is not its own.
+
+    Called from the tools node (in a worker thread under ``ainvoke``, as LangChain
+    runs a sync tool), so one sync method serves both."""
 
     def resolve(self, request: GlimpseRequest) -> list[tuple[str, str]] | None:
         """``[(label, text), ...]``, best or oldest first, or ``None``: not mine."""
         ...
-
-    async def aresolve(self, request: GlimpseRequest) -> list[tuple[str, str]] | None: ...
 
 
 class ArchiveSource:
     """Archived originals: by message id, by summary number (``#3``), else by query."""
 
     def __init__(self, archive: MessageArchive, *, query_hits: int = 3) -> None:
-        check_has("ArchiveSource.archive", archive, ("get", "aget", "search"), "a MessageArchive")
+        check_has("ArchiveSource.archive", archive, ("get", "search"), "a MessageArchive")
         self.archive = archive
         self.query_hits = query_hits
 
@@ -93,32 +94,9 @@ class ArchiveSource:
         hits = self.archive.search(t, ref, limit=self.query_hits, namespace=ns)
         return [(h.message_id, _text(h.message)) for h in hits] or None
 
-    async def aresolve(self, request: GlimpseRequest) -> list[tuple[str, str]] | None:
-        t, ns, ref = request.thread_id, request.namespace, request.reference.strip()
-        number = _SUMMARY_REF.match(ref)
-        if number is not None:
-            covers = _covers(request.messages, int(number.group(1)))
-            if covers is None:
-                summary = await self.archive.aget(t, SUMMARY_ID + number.group(1), namespace=ns)
-                covers = _marked_covers(summary)
-            return None if covers is None else await self._aids(request, covers)
-        found = await self.archive.aget(t, ref, namespace=ns)
-        if found is not None:
-            return [(ref, _text(found))]
-        hits = await self.archive.asearch(t, ref, limit=self.query_hits, namespace=ns)
-        return [(h.message_id, _text(h.message)) for h in hits] or None
-
     def _ids(self, request: GlimpseRequest, ids: Sequence[str]) -> list[tuple[str, str]]:
         got = (self.archive.get(request.thread_id, i, namespace=request.namespace) for i in ids)
         return [(i, _text(m)) for i, m in zip(ids, got, strict=True) if m is not None]
-
-    async def _aids(self, request: GlimpseRequest, ids: Sequence[str]) -> list[tuple[str, str]]:
-        out = []
-        for i in ids:
-            m = await self.archive.aget(request.thread_id, i, namespace=request.namespace)
-            if m is not None:
-                out.append((i, _text(m)))
-        return out
 
 
 class Glimpse(Middleware):
@@ -152,7 +130,7 @@ class Glimpse(Middleware):
         """
         super().__init__(**kwargs)
         for s in sources:
-            check_has("Glimpse.sources", s, ("resolve", "aresolve"), "a GlimpseSource")
+            check_has("Glimpse.sources", s, ("resolve",), "a GlimpseSource")
         check_int("Glimpse.max_per_step", max_per_step, least=1)
         check_int("Glimpse.max_tokens", max_tokens, least=50)
         self.sources: list[GlimpseSource] = [*sources]
@@ -236,23 +214,8 @@ def glimpse_tool(glimpse: Glimpse) -> BaseTool:
         found = next((f for s in glimpse.sources if (f := s.resolve(r)) is not None), None)
         return glimpse.answer(found, reference, cap_of(state))
 
-    async def arun(
-        reference: str, tool_call_id: str, state: dict[str, Any], config: RunnableConfig
-    ) -> str:
-        refused = refusal(state, tool_call_id)
-        if refused:
-            return refused
-        r = request(reference, state, config)
-        found = None
-        for s in glimpse.sources:
-            found = await s.aresolve(r)
-            if found is not None:
-                break
-        return glimpse.answer(found, reference, cap_of(state))
-
     return StructuredTool.from_function(
-        func=run,
-        coroutine=arun,
+        func=run,  # under ainvoke, in a worker thread (LangChain's way with a sync tool)
         name=GLIMPSE,
         description=(
             "Read archived originals that summaries or recall only mention: by message id, "

@@ -142,16 +142,31 @@ class MemoryRecall(Middleware):
         if cached is not None and cached[0] == (*request.key, history[1]):
             found: Found = cached[1]  # the same turn, the same history: the same block
         else:
-            fetch = IOCall(
-                partial(self._fetch, request, len(history[0])),
-                partial(self._afetch, request, len(history[0])),
-                timeout=self.timeout,
-            )
+            warm: SessionSummary | None = None
+            memories: list[Memory] = []
+            hits: list[ArchiveHit] = []
             try:
-                found = yield fetch
+                if request.scope is not None:
+                    fetch = IOCall(
+                        partial(self._fetch, request),
+                        partial(self._afetch, request),
+                        timeout=self.timeout,
+                    )
+                    warm, memories = yield fetch
+                if self.archive is not None and request.thread and request.query:
+                    # Over-fetched: the hits still in the history are dropped.
+                    limit = self.archive_hits + min(len(history[0]), 4 * self.archive_hits)
+                    search = (request.thread, request.query)
+                    options: dict[str, Any] = {"limit": limit, "namespace": request.namespace}
+                    hits = yield IOCall(
+                        partial(self.archive.search, *search, **options),
+                        partial(self.archive.asearch, *search, **options),
+                        timeout=self.timeout,
+                    )
             except Exception as exc:
                 record_failure(ctx, "recall", exc, start, self.timeout)
                 return view
+            found = (warm, memories, hits)
             ctx.session.scratch[_FOUND] = ((*request.key, history[1]), found)
         return self._inject(view, ctx, request, found, history[0], start, elapsed_ms(start))
 
@@ -201,29 +216,15 @@ class MemoryRecall(Middleware):
             what,
         )
 
-    def _fetch(self, r: _Request, active: int) -> Found:
-        bank, archive = self.bank, self.archive
-        warm = (
-            bank.session_summary(r.scope, r.task_key) if bank and r.scope and r.task_key else None
-        )
-        memories = bank.search(r.scope, r.query) if bank and r.scope else []
-        hits = []
-        if archive is not None and r.thread and r.query:
-            limit = self.archive_hits + min(active, 4 * self.archive_hits)  # over-fetch
-            hits = archive.search(r.thread, r.query, limit=limit, namespace=r.namespace)
-        return warm, memories, hits
+    def _fetch(self, r: _Request) -> tuple[SessionSummary | None, list[Memory]]:
+        assert self.bank is not None and r.scope is not None  # asked only then
+        warm = self.bank.session_summary(r.scope, r.task_key) if r.task_key else None
+        return warm, self.bank.search(r.scope, r.query)
 
-    async def _afetch(self, r: _Request, active: int) -> Found:
-        bank, archive = self.bank, self.archive
-        warm = None
-        if bank and r.scope and r.task_key:
-            warm = await bank.asession_summary(r.scope, r.task_key)
-        memories = await bank.asearch(r.scope, r.query) if bank and r.scope else []
-        hits = []
-        if archive is not None and r.thread and r.query:
-            limit = self.archive_hits + min(active, 4 * self.archive_hits)  # over-fetch
-            hits = await archive.asearch(r.thread, r.query, limit=limit, namespace=r.namespace)
-        return warm, memories, hits
+    async def _afetch(self, r: _Request) -> tuple[SessionSummary | None, list[Memory]]:
+        assert self.bank is not None and r.scope is not None  # asked only then
+        warm = await self.bank.asession_summary(r.scope, r.task_key) if r.task_key else None
+        return warm, await self.bank.asearch(r.scope, r.query)
 
     def _inject(
         self,

@@ -89,9 +89,6 @@ def test_a_source_plugs_in_before_the_archive() -> None:
         def resolve(self, request: GlimpseRequest) -> list[tuple[str, str]] | None:
             return [("chunk 7", "step 7 in full")] if request.reference == "chunk 7" else None
 
-        async def aresolve(self, request: GlimpseRequest) -> list[tuple[str, str]] | None:
-            return self.resolve(request)
-
     archive, _ = archive_with_summary()
     g = Glimpse(archive, sources=[Chunks()])
     assert run(g, ["chunk 7", "m1"], []) == [
