@@ -374,8 +374,8 @@ def recall_section(bfcl: list[Session], tau: list[Session], base: Any, trials: s
         "rows are the retention replay (answers in the last prompt, no question asked), run in",
         "the same process. A call the hard ceiling refuses (`BudgetExceededError`: the prompt",
         "cannot fit even with every tool result cut) sends nothing and finds nothing; the",
-        "replay goes on from the last checkpoint (counted: 'calls refused'; main's ceiling refuses a",
-        "few tau-bench calls at 2K, with or without this change).",
+        "replay goes on from the last checkpoint (counted: 'calls refused'; main's ceiling",
+        "refuses a few tau-bench calls at 2K, with or without this change).",
         "",
     ]
     head = ["budget", "strategy", "answers present", "of those in history"]
