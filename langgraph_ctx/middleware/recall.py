@@ -113,7 +113,7 @@ class MemoryRecall(Middleware):
         """
         super().__init__(**kwargs)
         if bank is None and archive is None:
-            raise ConfigurationError("MemoryRecall", "needs a bank, an archive, or both")
+            raise ConfigurationError("MemoryRecall.bank", "needs a bank, an archive, or both")
         if bank is not None:
             check_instance("MemoryRecall.bank", bank, MemoryBank, "a MemoryBank")
         if archive is not None:
