@@ -8,7 +8,7 @@
 - ``pace``: PACE (arXiv "Predictive Adaptive Context Extraction"): the
   granularity decision (``pace``), the scorer (``pace_scorer``), the steps and
   their records (``pace_steps``), background summaries (``pace_summaries``) and
-  the glimpse tool (``pace_glimpse``). The middleware is
+  the source of the glimpse tool (``pace_glimpse``). The middleware is
   :class:`langgraph_ctx.middleware.PredictiveExtraction`.
 - ``arc``: ARC's context manager (arXiv "ARC: Active and Reflection-driven
   Context Management"): checklist, interaction memory, incremental update and
@@ -48,7 +48,7 @@ from langgraph_ctx.strategies.arc_model import REFLECT_PROMPT, UPDATE_PROMPT, Ch
 from langgraph_ctx.strategies.arc_offline import OfflineArcManager
 from langgraph_ctx.strategies.arc_signals import TRIGGERS, FoldSettings, StallState
 from langgraph_ctx.strategies.pace import PaceSettings
-from langgraph_ctx.strategies.pace_glimpse import GLIMPSE_LIMIT, StepSource, glimpse_tool
+from langgraph_ctx.strategies.pace_glimpse import StepSource
 from langgraph_ctx.strategies.pace_scorer import (
     EmbeddingScorer,
     LexicalScorer,
@@ -58,7 +58,6 @@ from langgraph_ctx.strategies.pace_scorer import (
 
 __all__ = [
     "CHECKLIST_TITLE",
-    "GLIMPSE_LIMIT",
     "MANAGER_PROMPT",
     "MEMORY_TITLE",
     "NOTE_TITLE",
@@ -89,7 +88,6 @@ __all__ = [
     "afold",
     "default_scorer",
     "fold",
-    "glimpse_tool",
     "listing",
     "memory_body",
     "render_checklist",
