@@ -30,6 +30,9 @@ ORDER = [  # (file stem, what it answers, issue)
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
     ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
     ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),
+    ("retention_recall", "BFCL / tau-bench with the question asked: recall from the archive", 14),
+    ("recall_latency", "Recall end to end at 1K-100K archived messages and memories", 14),
+    ("long_recall", "The 10,000-turn long-horizon probes with recall from the archive", 14),
 ]
 
 

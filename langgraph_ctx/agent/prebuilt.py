@@ -43,6 +43,7 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     BudgetAwareFolding,
+    Glimpse,
     MemoryRecall,
     PredictiveExtraction,
     PreflightCheck,
@@ -52,6 +53,7 @@ from langgraph_ctx.middleware import (
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.glimpse import GLIMPSE
 from langgraph_ctx.middleware.placement import Placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
@@ -59,7 +61,7 @@ from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
-from langgraph_ctx.strategies import GLIMPSE_LIMIT, glimpse_tool
+from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -94,6 +96,13 @@ class AgentOptions(TypedDict, total=False):
     """``None``: long-term memory: recall before each ``call_llm`` (within the
     auxiliary budget, under a timeout), summaries stored as observations, and a
     ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
+    recall: bool
+    """``False``: before each ``call_llm``, bring back what compression archived and
+    the question needs (:class:`~langgraph_ctx.middleware.MemoryRecall` on the
+    strategy's archive, and on ``memory`` if given), and give the model a
+    ``glimpse`` tool for whole originals
+    (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
+    the archive is the thread's own."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -185,15 +194,18 @@ def build_context_agent(
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
-    strategy = _strategy(options, _llm_nodes(options))
-    if isinstance(strategy, PredictiveExtraction):
-        tools = [*tools, glimpse_tool(GLIMPSE_LIMIT)]
-        always_include = [*always_include, "glimpse"]
+    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+    strategy = _strategy(options, llm_nodes)
+    recall = _recall(options, strategy)
+    glimpse = next((m for m in recall if isinstance(m, Glimpse)), None)
+    if glimpse is not None:
+        tools = [*tools, glimpse.tool]
+        always_include = [*always_include, GLIMPSE]
     own: Sequence[BaseTool] = getattr(strategy, "tools", ())  # BACM's fold: always bound
     tools, always_include = [*tools, *own], [*always_include, *(t.name for t in own)]
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
-        [*_builtins(registry, options, strategy), *options.get("middleware", ())],
+        [*_builtins(registry, options, strategy, recall), *options.get("middleware", ())],
         budget=options.get("budget") or Budget.from_model(model),
         tools=registry.bound,
         system_prompt=options.get("system_prompt"),
@@ -202,26 +214,44 @@ def build_context_agent(
     return pipeline.attach(_graph(model, registry, options))
 
 
-def _llm_nodes(options: AgentOptions) -> list[str]:
-    return ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
-
-
 def _builtins(
-    registry: ToolRegistry, options: AgentOptions, strategy: Middleware
+    registry: ToolRegistry,
+    options: AgentOptions,
+    strategy: Middleware,
+    recall: list[Middleware],
 ) -> list[Middleware]:
-    llm_nodes = _llm_nodes(options)
+    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
         strategy,
+        *recall,
     ]
     memory = options.get("memory")
     if memory is not None:
-        found += [
-            MemoryRecall(memory, nodes=["call_llm"]),
-            SummaryObserver(memory, nodes=llm_nodes),
-        ]
+        has_recall = any(isinstance(m, MemoryRecall) for m in recall)
+        found += [] if has_recall else [MemoryRecall(memory, nodes=["call_llm"])]
+        found += [SummaryObserver(memory, nodes=llm_nodes)]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
+
+
+def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
+    """Recall and the ``glimpse`` tool. ``recall=True``: recall over the strategy's
+    archive (and memories), and glimpse into it; PACE's steps are always glimpsable
+    (it shows them condensed but never archives them)."""
+    sources = [StepSource()] if isinstance(strategy, PredictiveExtraction) else []
+    found: list[Middleware] = []
+    archive = None
+    if options.get("recall", False):
+        archive = getattr(strategy, "archive", None) or options.get("archive")
+        if archive is None:
+            raise ConfigurationError(
+                "recall", "needs an archive: pass archive=, or a strategy that keeps one"
+            )
+        found.append(MemoryRecall(options.get("memory"), archive=archive, nodes=["call_llm"]))
+    if archive is not None or sources:
+        found.append(Glimpse(archive, sources=sources, nodes=["call_llm"]))
+    return found
 
 
 STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")

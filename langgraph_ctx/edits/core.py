@@ -189,7 +189,7 @@ def is_edited(message: BaseMessage) -> bool:
 def protected_ids(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> set[str]:
     """Ids no operation may touch: pinned messages and their exchanges (not the note)."""
     # System messages an edit produced are the manager's own: it may edit them again.
-    pinned = split_tiers(messages, pin_task=pin_task).pinned
+    pinned = split_tiers(messages, pin_task=pin_task, every_system=True).pinned
     return {
         str(m.id)
         for m in pinned

@@ -12,7 +12,8 @@ the step in full, or a placeholder if that does not fit.
 All of it is ephemeral: the assembled messages are this call's view, and the
 history in the checkpoint is never rewritten, so nothing is lost and a step
 shown as a placeholder is one ``glimpse`` away
-(:func:`~langgraph_ctx.strategies.pace_glimpse.glimpse_tool`). What resume needs
+(:class:`~langgraph_ctx.middleware.Glimpse` with a
+:class:`~langgraph_ctx.strategies.pace_glimpse.StepSource`). What resume needs
 (each step's key vector and summaries) is checkpointed under ``pace_chunks``,
 keyed by step id, as it is made.
 

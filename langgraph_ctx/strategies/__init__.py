@@ -12,7 +12,7 @@
 - ``pace``: PACE (arXiv "Predictive Adaptive Context Extraction"): the
   granularity decision (``pace``), the scorer (``pace_scorer``), the steps and
   their records (``pace_steps``), background summaries (``pace_summaries``) and
-  the glimpse tool (``pace_glimpse``). The middleware is
+  the source of the glimpse tool (``pace_glimpse``). The middleware is
   :class:`langgraph_ctx.middleware.PredictiveExtraction`.
 - ``arc``: ARC's context manager (arXiv "ARC: Active and Reflection-driven
   Context Management"): checklist, interaction memory, incremental update and
@@ -67,7 +67,7 @@ from langgraph_ctx.strategies.bacm import (
 )
 from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
 from langgraph_ctx.strategies.pace import PaceSettings
-from langgraph_ctx.strategies.pace_glimpse import GLIMPSE_LIMIT, StepSource, glimpse_tool
+from langgraph_ctx.strategies.pace_glimpse import StepSource
 from langgraph_ctx.strategies.pace_scorer import (
     EmbeddingScorer,
     LexicalScorer,
@@ -78,7 +78,6 @@ from langgraph_ctx.strategies.pace_scorer import (
 __all__ = [
     "CHECKLIST_TITLE",
     "FOLD_TOOL",
-    "GLIMPSE_LIMIT",
     "MANAGER_PROMPT",
     "MEMORY_TITLE",
     "NOTE_TITLE",
@@ -121,7 +120,6 @@ __all__ = [
     "fold_kind",
     "fold_ops",
     "fold_tool",
-    "glimpse_tool",
     "listing",
     "memory_body",
     "render_checklist",

@@ -34,7 +34,7 @@ def agent_model(glimpse_at: int | None = None) -> ScriptedChatModel:
         if isinstance(last, HumanMessage):
             n = next(turns)
             if n == glimpse_at:
-                call = {"name": "glimpse", "args": {"ids": ["s1"]}, "id": f"g{n}"}
+                call = {"name": "glimpse", "args": {"reference": "s1"}, "id": f"g{n}"}
                 return AIMessage("", tool_calls=[call])
             call = {"name": "lookup", "args": {"sku": f"S{n}"}, "id": f"c{n}"}
             return AIMessage("", tool_calls=[call])

@@ -22,7 +22,9 @@ from langgraph.graph import START, StateGraph
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import PredictiveExtraction
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings, StepSource, glimpse_tool
+from langgraph_ctx.middleware.glimpse import Glimpse, GlimpseRequest
+from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, StepSource
 from langgraph_ctx.strategies.pace import (
     BRIEF,
     DETAILED,
@@ -314,7 +316,7 @@ def test_resume_restores_keys_and_summaries_from_the_checkpoint(tmp_path: Any) -
 # -- glimpse ---------------------------------------------------------------------
 
 
-def _glimpse_state(calls: list[list[str]]) -> tuple[list[BaseMessage], list[dict[str, Any]]]:
+def _glimpse_state(refs: list[str]) -> tuple[list[BaseMessage], list[dict[str, Any]]]:
     history: list[BaseMessage] = [HumanMessage("task", id="t")]
     for n in range(1, 6):
         call = {"name": "lookup", "args": {"n": n}, "id": f"c{n}"}
@@ -323,35 +325,44 @@ def _glimpse_state(calls: list[list[str]]) -> tuple[list[BaseMessage], list[dict
             ToolMessage(f"result number {n}", tool_call_id=f"c{n}", id=f"r{n}"),
         ]
     glimpses = [
-        {"name": "glimpse", "args": {"ids": ids}, "id": f"g{k}", "type": "tool_call"}
-        for k, ids in enumerate(calls)
+        {"name": "glimpse", "args": {"reference": ref}, "id": f"g{k}", "type": "tool_call"}
+        for k, ref in enumerate(refs)
     ]
     history.append(AIMessage("", id="now", tool_calls=glimpses))
     return history, glimpses
 
 
+def _run(tool: Any, call: dict[str, Any], history: list[BaseMessage]) -> str:
+    out = tool.invoke({**call, "args": {**call["args"], "state": {"messages": history}}})
+    return str(out.content)
+
+
 def test_glimpse_returns_full_originals_at_most_three_per_step() -> None:
-    tool = glimpse_tool()
-    history, calls = _glimpse_state([["s1", "s2", "s3", "s4"]])
-    out = tool.invoke({**calls[0], "args": {**calls[0]["args"], "state": {"messages": history}}})
-    text = out.content
-    assert "result number 1" in text and "result number 3" in text
-    assert "result number 4" not in text and "[s4] not returned: at most 3" in text
+    tool = Glimpse(sources=[StepSource()]).tool  # the package's one glimpse tool
+    history, calls = _glimpse_state(["s1", "s2", "s3", "s4"])
+    answers = [_run(tool, call, history) for call in calls]
+    for n in (1, 2, 3):
+        assert f"result number {n}" in answers[n - 1]
+    assert "result number 4" not in answers[3] and "at most 3 glimpses per step" in answers[3]
 
 
-def test_glimpse_limit_counts_every_glimpse_call_of_the_step() -> None:
-    tool = glimpse_tool()
-    history, calls = _glimpse_state([["s1", "s2"], ["s3", "s4"]])
-    second = calls[1]
-    out = tool.invoke({**second, "args": {**second["args"], "state": {"messages": history}}})
-    assert "result number 3" in out.content and "[s4] not returned" in out.content
-
-
-def test_step_source_resolves_ids_and_refuses_unknown_ones() -> None:
+def test_step_source_resolves_ids_and_leaves_other_references_to_the_next_source() -> None:
     history, _ = _glimpse_state([])
-    source = StepSource(history)
-    assert "result number 2" in (source.resolve("s2") or "")
-    assert source.resolve("s99") is None and source.resolve("x") is None
+    source = StepSource()
+
+    def resolve(ref: str) -> list[tuple[str, str]] | None:
+        return source.resolve(GlimpseRequest(ref, "t", "", history))
+
+    assert "result number 2" in (resolve("s2") or [("", "")])[0][1]
+    assert resolve("s99") is None and resolve("x") is None
+    # With an archive after it, a reference that is not a step goes to the archive.
+    archive = InMemoryArchive()
+    old = HumanMessage("Maersk carries the Rotterdam stock.", id="old")
+    archive.put("default", [old], reason="x")
+    tool = Glimpse(archive, sources=[source]).tool
+    history, calls = _glimpse_state(["s2", "old"])
+    assert "result number 2" in _run(tool, calls[0], history)
+    assert "Maersk" in _run(tool, calls[1], history)
 
 
 # -- the default scorer ----------------------------------------------------------
