@@ -200,6 +200,21 @@ STRATEGIES = ("tiered", "adacom")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
+def strategy_middleware(
+    strategy: str,
+    *,
+    archive: MessageArchive | None = None,
+    summary_model: BaseChatModel | None = None,
+    nodes: Sequence[str] = ("call_llm",),
+) -> Middleware:
+    """The middleware ``strategy=strategy`` puts in compression's place, on ``nodes``:
+    what :func:`create_context_agent` builds, for a pipeline of your own (and for
+    the fuzz suite, which runs every name in :data:`STRATEGIES`)."""
+    return _strategy(
+        {"strategy": strategy, "archive": archive, "summary_model": summary_model}, list(nodes)
+    )
+
+
 def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
     strategy = options.get("strategy", "tiered")
     if isinstance(strategy, Middleware):
