@@ -223,10 +223,11 @@ def build(seed: int, strategy: str = "tiered") -> Session:
     ]
     layers: list[Any] = [
         PreflightCheck(),
-        strategy_middleware(strategy, archive=archive, nodes=["call_llm"]),
         ProviderPlacement(rng.choice(PLACEMENTS), nodes=["call_llm"]),
         *extra,
     ]
+    if strategy != NO_STRATEGY:
+        layers.append(strategy_middleware(strategy, archive=archive, nodes=["call_llm"]))
     rng.shuffle(layers)  # registration order, for ties
     builder = StateGraph(FuzzState)
     builder.add_node("prep", _prep)
@@ -243,13 +244,18 @@ def _prep(state: FuzzState) -> dict[str, Any]:
     return {"messages": gone, "remove": []}
 
 
+NO_STRATEGY = "none"
+"""A pipeline with no strategy at all: pre-flight's ceiling alone keeps the prompt in."""
+FUZZED = (*STRATEGIES, NO_STRATEGY)
+"""What the sessions rotate through: every registered strategy, and none."""
+
 LEDGER_KINDS = ("ceiling_enforced", "tool_pairs_repaired", "context_edit", "compression")
 
 
 def run_session(seed: int, *, steps: int | None = None, strategy: str | None = None) -> Outcome:
-    """Run the session drawn from ``seed`` (and ``strategy``: by default the
-    registry's name at ``seed`` modulo its size); its outcome, with any violations."""
-    strategy = strategy or STRATEGIES[seed % len(STRATEGIES)]
+    """Run the session drawn from ``seed`` (and ``strategy``: by default the one of
+    :data:`FUZZED` at ``seed`` modulo its size); its outcome, with any violations."""
+    strategy = strategy or FUZZED[seed % len(FUZZED)]
     rng = random.Random(seed)
     session = build(seed, strategy)
     graph, model = session.graph, session.model

@@ -31,7 +31,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph_ctx.compression._extractive import ExtractiveSummarizer
 from langgraph_ctx.compression._tiers import safe_cuts, split_tiers, turn_starts
 from langgraph_ctx.markers import KEY, compacted, compacted_header
-from langgraph_ctx.tokens import TokenCounter
+from langgraph_ctx.tokens import TokenCounter, message_key
 
 CUT_MARKER = "[... cut to fit the context window]"
 """Ends a message cut (not only compacted) to keep the prompt under its limit."""
@@ -39,6 +39,11 @@ COMPACT_FLOOR = 100
 """The smallest digest a compacted tool result is given."""
 _OVERHEAD = 8
 """Tokens a message costs beyond its text (role, separators), with margin."""
+MEMO_SIZE = 256
+"""Most reductions a memo keeps."""
+
+Memo = dict[tuple[str, int, int], tuple[BaseMessage, bool]]
+"""(message id, content key, size) -> the reduced message, and whether it was cut."""
 
 
 @dataclass
@@ -79,15 +84,20 @@ def fit_prompt(
     pin_task: bool = True,
     compactor: ExtractiveSummarizer | None = None,
     history: bool = False,
+    memo: Memo | None = None,
 ) -> Fit:
     """Free ``over`` raw tokens from ``messages`` (see the module's steps).
 
     ``count`` is the (cached) token count of an unchanged message. ``history``:
     the result will be persisted, so only step 1 (leaving messages out, or
     cutting what the user or the model wrote, is for one prompt only).
+    ``memo``: reductions kept from one call to the next (a prompt fitted on
+    every call would otherwise digest the same large results every time); with
+    it, a message is reduced to half its size, a quarter, ... (the first that
+    frees enough), so the next call asks for the same size and finds it.
     """
     digests = compactor or ExtractiveSummarizer(counter=counter)
-    work = _Fitting(counter, count, over)
+    work = _Fitting(counter, count, over, memo)
     tiers = split_tiers(messages, pin_task=pin_task)
     pinned = {id(m) for m in tiers.pinned}
     rest = tiers.rest
@@ -123,9 +133,13 @@ class _Fitting:
     the wild)."""
 
     def __init__(
-        self, counter: TokenCounter, count: Callable[[BaseMessage], int], over: int
+        self,
+        counter: TokenCounter,
+        count: Callable[[BaseMessage], int],
+        over: int,
+        memo: Memo | None,
     ) -> None:
-        self.counter, self.count, self.over = counter, count, over
+        self.counter, self.count, self.over, self.memo = counter, count, over, memo
         self.smaller: dict[int, BaseMessage] = {}
         self.was_cut: set[int] = set()
         self.left_out: set[int] = set()
@@ -135,7 +149,17 @@ class _Fitting:
         self, message: BaseMessage, reduce: Callable[[BaseMessage, int], tuple[BaseMessage, bool]]
     ) -> None:
         tokens = self.count(message)
-        smaller, was_cut = reduce(message, max(0, tokens - self.over))
+        size = max(0, tokens - self.over)
+        if self.memo is None:
+            smaller, was_cut = reduce(message, size)
+        else:
+            size = _step_down(tokens, size)
+            key = (str(message.id), message_key(message), size)
+            if key not in self.memo:
+                if len(self.memo) >= MEMO_SIZE:
+                    self.memo.clear()  # bounded: starting over costs one reduction each
+                self.memo[key] = reduce(message, size)
+            smaller, was_cut = self.memo[key]
         saved = tokens - self.counter.count_message(smaller)
         if saved <= 0:
             return
@@ -167,6 +191,15 @@ class _Fitting:
             else:  # its original is in ``before`` already; nothing of it is sent
                 self.after -= self.counter.count_message(shrunk)
         self.over -= saved
+
+
+def _step_down(tokens: int, most: int) -> int:
+    """The largest of ``tokens`` halved once, twice, ... that is at most ``most``
+    (0 below the compaction floor)."""
+    size = tokens // 2
+    while size > most and size >= COMPACT_FLOOR:
+        size //= 2
+    return size if size >= COMPACT_FLOOR and size <= most else 0
 
 
 def reduce_tool_result(

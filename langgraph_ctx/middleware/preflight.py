@@ -92,7 +92,8 @@ class PreflightCheck(Middleware):
         over = math.ceil((sent - report.prompt_limit) / calibration)
         if over <= 0:
             return view
-        fit = fit_prompt(messages, over, count, ctx.counter)
+        memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
+        fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
         if fit.over > 0:
             raise BudgetExceededError(
                 sent,
@@ -226,6 +227,8 @@ MIN_SLACK = 32
 it without counting what is sent: a share of the limit, at least this many tokens.
 What layers leave unmeasured is a few tokens a message they reshape."""
 
+_CEILING_MEMO = "preflight.ceiling_memo"
+"""Session scratch key: the ceiling's reductions, for the next call (memory only)."""
 _WHOLE_UPTO = "preflight.pairs_whole_upto"
 """Session scratch key: the history before this index was found whole (a turn start)."""
 

@@ -13,8 +13,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import Budget, BudgetExceededError, pin
-from langgraph_ctx.markers import is_compacted
 from langgraph_ctx.compression._ceiling import CUT_MARKER
+from langgraph_ctx.markers import is_compacted
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
 
 LIMIT = Budget.for_window(4_000).prompt_limit
