@@ -67,7 +67,7 @@ from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
 COUNTER = TokenCounter()
-WINDOWS = (3_000, 4_000, 8_000)
+WINDOWS = (2_000, 3_000, 4_000)
 WORDS = [
     "invoice",
     "INV-2041",
@@ -163,9 +163,10 @@ def _tool_step(rng: random.Random, ids: _Ids, reuse: bool, kinds: set[str]) -> l
     ai = AIMessage(_text(rng, rng.randint(0, 6)), tool_calls=calls, id=ids("c"))
     results: list[BaseMessage] = []
     for call in calls:
-        # Rows of ~25 tokens: 400 and 900 rows are 10K and 22K tokens, over every window.
-        size = rng.choice((3, 10, 40, 150)) if rng.random() < 0.9 else rng.choice((400, 900))
-        if size >= 400:
+        # Rows of ~25 tokens: 150 rows (3.6K tokens) are over the smallest window,
+        # 400 (10K) over every window.
+        size = rng.choice((3, 10, 20, 40)) if rng.random() < 0.92 else rng.choice((150, 400))
+        if size >= 150:
             kinds.add("oversized")
         results.append(ToolMessage(_rows(rng, size), tool_call_id=call["id"], id=ids("r")))
     roll = rng.random()
@@ -275,7 +276,7 @@ def run_session(seed: int, *, steps: int | None = None, strategy: str | None = N
     pending: list[BaseMessage] = [task]
     limit = session.budget.prompt_limit
     active: list[BaseMessage] = []
-    for step in range(steps or rng.randint(4, 16)):
+    for step in range(steps or rng.randint(4, 12)):
         remove: list[str] = []
         roll = rng.random()
         if step and roll < 0.3:
