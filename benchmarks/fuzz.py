@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import emit, header, table
 from langgraph_ctx.agent import STRATEGIES
-from tests.fuzz_sessions import Outcome, run_session
+from tests.fuzz_sessions import FUZZED, Outcome, run_session
 
 
 def _one(seed: int) -> tuple[Outcome, float]:
@@ -83,7 +83,7 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], elapsed: float, cp
     )
     kinds: Counter[str] = Counter()
     ledger: Counter[str] = Counter()
-    by_strategy: dict[str, list[Outcome]] = {name: [] for name in STRATEGIES}
+    by_strategy: dict[str, list[Outcome]] = {name: [] for name in FUZZED}
     for o in outcomes:
         kinds.update(o.kinds)
         ledger.update(o.ledger)
@@ -106,16 +106,17 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], elapsed: float, cp
         f"({cpu / max(len(outcomes), 1):.2f} s CPU a session; seeds completed first are not "
         "always the lowest: sessions run in parallel).",
         "",
-        "Each session (seeded) takes the strategy at its seed modulo the size of the",
-        f"agent's `strategy=` registry (`STRATEGIES`: {', '.join(STRATEGIES)}) and draws",
-        "a window (2K, 3K or 4K), a provider placement, pre-flight, the strategy and",
-        "placement with 0-2 pass-through layers at random priorities and a random",
-        "registration order, sync or async runs (a quarter `ainvoke`), and 4-12 steps:",
-        "user messages (plain, CJK, emoji, multimodal blocks), pinned messages, tool",
-        "exchanges (1-3 parallel calls, ids unique or `call_0` reused every turn,",
-        "results reversed, a result before its call, a lost result, a result with no",
-        "call, results of ~3.6K tokens and ~10K tokens, over every window), and `RemoveMessage`",
-        "from the user's own node. Checked at every model call: no orphan call or",
+        "Each session (seeded) takes, at its seed modulo their number, one of the",
+        f"agent's `strategy=` registry (`STRATEGIES`: {', '.join(STRATEGIES)}) or none",
+        "(pre-flight alone), and draws a window (2K, 3K or 4K), a provider placement,",
+        "0-2 pass-through layers at random priorities around pre-flight, the strategy",
+        "and placement, a random registration order, sync or async runs (a quarter",
+        "`ainvoke`), and 4-12 steps: user messages (plain, CJK, emoji, multimodal",
+        "blocks), pinned messages, tool exchanges (1-3 parallel calls, ids unique or",
+        "`call_0` reused every turn, results reversed, a result before its call, a lost",
+        "result, a result with no call, results of ~3.6K tokens (over a 2K or 3K",
+        "window) and ~10K (over every window)), and `RemoveMessage` from the user's own",
+        "node. Checked at every model call: no orphan call or",
         "result (as an OpenAI-style API checks), the task present, the prompt within",
         "`Budget.prompt_limit`; after every step, every message added and not removed",
         "by the user is active or archived. `BudgetExceededError` counts as a",
