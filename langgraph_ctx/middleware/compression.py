@@ -585,9 +585,7 @@ class TieredCompression(Middleware):
                 text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
             # CPU work: in the pool, not on the loop.
             measure = partial(_measure, source, text, counter)
-            retention, written = await asyncio.get_running_loop().run_in_executor(
-                _prepare.pool(), measure
-            )
+            retention, written = await asyncio.wrap_future(_prepare.pool().submit(measure))
             return text, reasons, retention, written
 
         scratch[_PREPARED] = _prepare.start(

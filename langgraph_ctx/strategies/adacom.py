@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._workers import acall_with_timeout, native_async
 from langgraph_ctx.edits import is_note
 
 NOTE_TITLE = "[Working note]"
@@ -161,6 +163,12 @@ class ChatModelManager:
         return _modifications(self._structured.invoke(self.messages(request)))
 
     async def apropose(self, request: ManagerRequest) -> Sequence[Any]:
+        if not native_async(self.model):
+            # Its ainvoke would run it in the loop's default executor, where a hung
+            # call outlives the middleware's timeout and asyncio.run waits for it
+            # at exit: the package's bounded pool of daemon threads instead (the
+            # timeout, which cancels this await, is the caller's).
+            return await acall_with_timeout(partial(self.propose, request), None)
         return _modifications(await self._structured.ainvoke(self.messages(request)))
 
 
