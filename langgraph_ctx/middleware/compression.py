@@ -184,6 +184,8 @@ class TieredCompression(Middleware):
         check_int("min_protected_turns", min_protected_turns)
         check_int("max_summary_layers", max_summary_layers)
         check_bool("pin_task", pin_task)
+        check_bool("prepare_ahead", prepare_ahead)
+        check_number("prepare_headroom", prepare_headroom)
         check_timeout("summarizer_timeout", summarizer_timeout)
         if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
             raise ConfigurationError(

@@ -27,6 +27,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._checks import check_instance, check_str
 from langgraph_ctx._workers import acall_with_timeout, native_async
 from langgraph_ctx.edits import is_note
 
@@ -144,6 +145,8 @@ class ChatModelManager:
     """A manager that is a chat model asked for a :class:`ManagerAction`."""
 
     def __init__(self, model: BaseChatModel, *, prompt: str = MANAGER_PROMPT) -> None:
+        check_instance("ChatModelManager.model", model, BaseChatModel, "a LangChain chat model")
+        check_str("ChatModelManager.prompt", prompt)
         self.model = model
         self.prompt = prompt
         self._structured = model.with_structured_output(ManagerAction)
