@@ -22,6 +22,11 @@ ORDER = [  # (file stem, what it answers, issue)
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
     ("fuzz", "Random sessions: no orphan, task kept, prompt within its limit, nothing lost", 16),
+    (
+        "timeouts",
+        "A process with hung summarizer and manager calls exits once its graph returns",
+        16,
+    ),
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
     ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
