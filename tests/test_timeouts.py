@@ -9,9 +9,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -35,6 +36,7 @@ from langgraph_ctx.strategies.adacom import ManagerAction
 from langgraph_ctx.testing import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 class HangingModel(BaseChatModel):
@@ -53,39 +55,46 @@ class HangingModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage("late"))])
 
 
-def test_a_hung_async_summarizer_does_not_pile_up_threads_over_50_calls() -> None:
-    release = threading.Event()
+def fifty_hung_calls(call: Callable[[], Awaitable[T]], release: threading.Event) -> list[T]:
+    """Await ``call()`` 50 times under ``asyncio.run``; check that the threads held
+    stay within the package's pool and the loop's default executor is never used."""
     # Frees the hung calls even if the runner below hangs on them (as it did when
     # they ran in the loop's default executor, which asyncio.run joins).
     safety = threading.Timer(20.0, release.set)
     safety.start()
-    reasons: list[str] = []
-    summarizer = ChatModelSummarizer(
-        HangingModel(release=release), timeout=0.02, on_fallback=lambda r, e: reasons.append(r)
-    )
-    history = [HumanMessage("Invoice INV-0042 is due on 2026-03-01 for ACME Corp.", id="u1")]
     baseline = threading.active_count()
     peak = 0
 
-    async def run() -> list[str]:
+    async def run() -> list[T]:
         nonlocal peak
         loop = asyncio.get_running_loop()
         out = []
         for _ in range(50):
-            out.append(await summarizer.asummarize(history, max_tokens=50))
+            out.append(await call())
             peak = max(peak, threading.active_count())
         assert loop._default_executor is None  # type: ignore[attr-defined]  # never used
         return out
 
     try:
-        summaries = asyncio.run(run())
+        results = asyncio.run(run())
     finally:
         release.set()
         safety.cancel()
-    assert reasons == ["timeout"] * 50  # every call timed out and fell back...
-    assert all("INV-0042" in s for s in summaries)  # ...to the extractive summary
     assert peak - baseline <= WORKERS
     assert POOL.threads <= WORKERS
+    return results
+
+
+def test_a_hung_async_summarizer_does_not_pile_up_threads_over_50_calls() -> None:
+    release = threading.Event()
+    reasons: list[str] = []
+    summarizer = ChatModelSummarizer(
+        HangingModel(release=release), timeout=0.02, on_fallback=lambda r, e: reasons.append(r)
+    )
+    history = [HumanMessage("Invoice INV-0042 is due on 2026-03-01 for ACME Corp.", id="u1")]
+    summaries = fifty_hung_calls(partial(summarizer.asummarize, history, max_tokens=50), release)
+    assert reasons == ["timeout"] * 50  # every call timed out and fell back...
+    assert all("INV-0042" in s for s in summaries)  # ...to the extractive summary
 
 
 class HangingManagerModel(HangingModel):
@@ -105,8 +114,6 @@ def test_a_hung_sync_only_manager_model_under_ainvoke_holds_the_pool_not_the_loo
     thread there past the middleware's timeout on every call, and asyncio.run
     waited for them at exit."""
     release = threading.Event()
-    safety = threading.Timer(20.0, release.set)
-    safety.start()
     manager = ChatModelManager(HangingManagerModel(release=release))
     note = HumanMessage("(nothing recorded yet)", id="note")
     request = ManagerRequest(
@@ -119,27 +126,8 @@ def test_a_hung_sync_only_manager_model_under_ainvoke_holds_the_pool_not_the_loo
     )
     # What AdaptiveContextManager yields: the manager's call under its timeout.
     call = IOCall(partial(manager.propose, request), partial(manager.apropose, request), 0.02)
-    baseline = threading.active_count()
-    peak = 0
-
-    async def run() -> list[Exception | None]:
-        nonlocal peak
-        loop = asyncio.get_running_loop()
-        errors = []
-        for _ in range(50):
-            errors.append((await call.aoutcome())[1])
-            peak = max(peak, threading.active_count())
-        assert loop._default_executor is None  # type: ignore[attr-defined]  # never used
-        return errors
-
-    try:
-        errors = asyncio.run(run())
-    finally:
-        release.set()
-        safety.cancel()
-    assert all(isinstance(e, TimeoutError) for e in errors)  # each call timed out
-    assert peak - baseline <= WORKERS
-    assert POOL.threads <= WORKERS
+    outcomes = fifty_hung_calls(call.aoutcome, release)
+    assert all(isinstance(error, TimeoutError) for _, error in outcomes)  # each timed out
 
 
 def adacom_graph(manager: BaseChatModel) -> Any:
