@@ -13,6 +13,7 @@ Run: python benchmarks/timeouts.py --runs 5
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -76,7 +77,8 @@ def main() -> None:
     lines = [
         *header("Timeouts: the process exits once the graph returns"),
         f"Command: `python benchmarks/timeouts.py --runs {args.runs}` (wall seconds from the "
-        "line the script prints after its last graph call to the process's exit).",
+        "line the script prints after its last graph call to the process's exit; load "
+        f"average {os.getloadavg()[0]:.1f} on the shared 2-core machine at the end).",
         "",
         *table(["script", "exit, median (s)", "exit, max (s)", "runs"], rows),
         "",
@@ -84,7 +86,8 @@ def main() -> None:
         "`ThreadPoolExecutor` and of the event loop's default executor, both joined at",
         "exit. Now they hold daemon threads of the package's bounded pool (at most 4, 2",
         "for summaries prepared ahead); what is left is the interpreter's own teardown,",
-        "which the second script measures.",
+        "which the second script measures: the difference is what the hung calls cost",
+        "at exit.",
     ]
     emit("timeouts", lines)
 
