@@ -7,7 +7,8 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
+PACE (before both model nodes, with its ``glimpse`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -41,13 +42,17 @@ from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
+    Glimpse,
     MemoryRecall,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
+    ReflectiveContextManager,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.middleware.glimpse import GLIMPSE
 from langgraph_ctx.middleware.placement import Placement, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
@@ -55,6 +60,7 @@ from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -89,6 +95,13 @@ class AgentOptions(TypedDict, total=False):
     """``None``: long-term memory: recall before each ``call_llm`` (within the
     auxiliary budget, under a timeout), summaries stored as observations, and a
     ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
+    recall: bool
+    """``False``: before each ``call_llm``, bring back what compression archived and
+    the question needs (:class:`~langgraph_ctx.middleware.MemoryRecall` on the
+    strategy's archive, and on ``memory`` if given), and give the model a
+    ``glimpse`` tool for whole originals
+    (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
+    the archive is the thread's own."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -97,6 +110,12 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"pace"``: each call's context assembled from every step at the granularity
+    its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
+    summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
+    ``"arc"``: a checklist and an interaction memory, reorganized by reflection
+    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    ``summary_model``, else the offline one; folded turns go to ``archive``);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -171,9 +190,16 @@ def build_context_agent(
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
+    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+    strategy = _strategy(options, llm_nodes)
+    recall = _recall(options, strategy)
+    glimpse = next((m for m in recall if isinstance(m, Glimpse)), None)
+    if glimpse is not None:
+        tools = [*tools, glimpse.tool]
+        always_include = [*always_include, GLIMPSE]
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
-        [*_builtins(registry, options), *options.get("middleware", ())],
+        [*_builtins(registry, options, strategy, recall), *options.get("middleware", ())],
         budget=options.get("budget") or Budget.from_model(model),
         tools=registry.bound,
         system_prompt=options.get("system_prompt"),
@@ -216,23 +242,47 @@ def _check_options(options: AgentOptions) -> None:
         )
 
 
-def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]:
+def _builtins(
+    registry: ToolRegistry,
+    options: AgentOptions,
+    strategy: Middleware,
+    recall: list[Middleware],
+) -> list[Middleware]:
     llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
-        _strategy(options, llm_nodes),
+        strategy,
+        *recall,
     ]
     memory = options.get("memory")
     if memory is not None:
-        found += [
-            MemoryRecall(memory, nodes=["call_llm"]),
-            SummaryObserver(memory, nodes=llm_nodes),
-        ]
+        has_recall = any(isinstance(m, MemoryRecall) for m in recall)
+        found += [] if has_recall else [MemoryRecall(memory, nodes=["call_llm"])]
+        found += [SummaryObserver(memory, nodes=llm_nodes)]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom")
+def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
+    """Recall and the ``glimpse`` tool. ``recall=True``: recall over the strategy's
+    archive (and memories), and glimpse into it; PACE's steps are always glimpsable
+    (it shows them condensed but never archives them)."""
+    sources = [StepSource()] if isinstance(strategy, PredictiveExtraction) else []
+    found: list[Middleware] = []
+    archive = None
+    if options.get("recall", False):
+        archive = getattr(strategy, "archive", None) or options.get("archive")
+        if archive is None:
+            raise ConfigurationError(
+                "recall", "needs an archive: pass archive=, or a strategy that keeps one"
+            )
+        found.append(MemoryRecall(options.get("memory"), archive=archive, nodes=["call_llm"]))
+    if archive is not None or sources:
+        found.append(Glimpse(archive, sources=sources, nodes=["call_llm"]))
+    return found
+
+
+STRATEGIES = ("tiered", "adacom", "arc", "pace")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
 
 
@@ -262,6 +312,12 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
     if strategy == "adacom":
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "pace":  # ephemeral per call: every model node needs it
+        return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
+    if strategy == "arc":
+        return ReflectiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
         )
     raise ConfigurationError(

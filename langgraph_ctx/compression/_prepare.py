@@ -22,7 +22,7 @@ import concurrent.futures
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from langchain_core.messages import BaseMessage
 
@@ -39,6 +39,7 @@ Outcome: TypeAlias = tuple[str, list[str], float, int]
 entity retention and token count: measured in the background too, as they cost
 more than applying the summary."""
 SpanKey: TypeAlias = tuple[tuple[str, int], ...]
+T = TypeVar("T")
 
 _POOL = DaemonPool(WORKERS, name="lgctx-prep")
 
@@ -137,22 +138,28 @@ def start(
     the running event loop, if there is one; otherwise, and for CPU-bound
     summarizers, ``run`` goes to the package's pool.
     """
-    keys = (span_key(summaries), span_key(span))
+    future, task = in_background(run, arun)
+    return Prepared(span_key(summaries), span_key(span), meta, max_tokens, future, task)
+
+
+def in_background(
+    run: Callable[[], T], arun: Callable[[], Awaitable[T]] | None
+) -> tuple[concurrent.futures.Future[T], asyncio.Task[Any] | None]:
+    """Start ``arun`` as a task on the running loop (genuine async I/O), or else
+    ``run`` in the package's pool; a future any thread can wait on, and the task
+    (keep it: the loop holds only a weak reference)."""
     loop = None
     if arun is not None:
         with contextlib.suppress(RuntimeError):
             loop = asyncio.get_running_loop()
-    if loop is None:
-        return Prepared(*keys, meta, max_tokens, pool().submit(run))
-    future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
+    if loop is None or arun is None:
+        return pool().submit(run), None
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
-    assert arun is not None
-    return Prepared(*keys, meta, max_tokens, future, loop.create_task(_settle(future, arun)))
+    return future, loop.create_task(settle(future, arun))
 
 
-async def _settle(
-    future: concurrent.futures.Future[Outcome], arun: Callable[[], Awaitable[Outcome]]
-) -> None:
+async def settle(future: concurrent.futures.Future[T], arun: Callable[[], Awaitable[T]]) -> None:
     """Run ``arun`` and put its outcome in ``future``, which any thread can wait on."""
     try:
         future.set_result(await arun())

@@ -70,6 +70,7 @@ from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
     is_compacted,
+    is_summary,
     summary_info,
 )
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -219,6 +220,7 @@ class TieredCompression(Middleware):
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback
             )
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._own_summarizer = summarizer is None
         self._compactor = ExtractiveSummarizer()
         self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.target_utilization = target_utilization
@@ -248,6 +250,9 @@ class TieredCompression(Middleware):
     # -- the middleware ----------------------------------------------------
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        if self._own_summarizer and isinstance(self.summarizer, ExtractiveSummarizer):
+            # Sized with the pipeline's counter, so "300 tokens" means what budgets mean.
+            self.summarizer.counter = ctx.counter
         work = self._decide(view, ctx)
         if work is None:
             self._prepare_ahead(view, ctx)
@@ -414,12 +419,14 @@ class TieredCompression(Middleware):
         summaries = plan.tiers.summaries
         summary = None
         if text is not None:
+            fitted = fit_text(text, work.max_tokens, ctx.counter)
+            text, measured = (text, measured) if fitted == text else (fitted, None)
             summary = self._summary(work, text)
             if work.meta:
                 removed += sum(count(m) for m in summaries)
             summaries = [summary] if work.meta else [*summaries, summary]
         keep = [digests.get(id(m), m) for m in plan.keep]
-        messages = [*plan.tiers.pinned, *summaries, *keep]
+        messages = _in_place(list(view.get("messages") or ()), plan, summaries, keep)
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
 
         ctx.session.cache.forget([str(m.id) for m in [*plan.compress, *shrunk]])
@@ -446,6 +453,7 @@ class TieredCompression(Middleware):
                     "through": info["through"],
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
+                    "max_tokens": work.max_tokens,  # what the summarizer was asked for
                     "ratio": round(before["summarized"] / max(written, 1), 2),
                     "entity_retention": round(retention, 4),
                     "meta": work.meta,
@@ -655,9 +663,10 @@ class TieredCompression(Middleware):
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
-        seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
+        seq = next_seq(previous)
         through = str(work.plan.compress[-1].id)
-        return _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
+        covers = [str(m.id) for m in work.source]
+        return _summary_message(text, seq, through, covers=covers, meta=work.meta)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.measured()
@@ -694,10 +703,14 @@ class _Work:
     """Kept tool results to shrink in place, each with its digest's size."""
 
     def removals(self) -> list[tuple[list[BaseMessage], str]]:
-        """What leaves the active state, by archive reason: archived before it goes."""
-        out = [(self.plan.compress, "compressed")]
+        """What leaves the active state, by archive reason: archived before it goes.
+
+        The reason names the summary that replaces them, so that a search hit
+        says where its gist still is (``compressed into summary #3``)."""
+        seq = next_seq(self.plan.tiers.summaries)
+        out = [(self.plan.compress, f"compressed into summary #{seq}")]
         if self.meta:
-            out.append((self.plan.tiers.summaries, "consolidated"))
+            out.append((self.plan.tiers.summaries, f"consolidated into summary #{seq}"))
         if self.compact:
             out.append(([m for m, _ in self.compact], "compacted"))
         return [(messages, reason) for messages, reason in out if messages]
@@ -748,19 +761,66 @@ def _over(ctx: CallContext) -> int:
 
 def _room(report: UsageReport, budget: Budget) -> int:
     """Calibrated tokens the messages may take before the prompt reaches the red line
-    (which the prompt limit caps), given what the other components use now."""
-    return max(0, budget.red_line - (report.total - report.used.get("messages", 0)))
+    (which the prompt limit caps), given what the other components use now; never
+    more than a hard message cap (:attr:`Budget.messages_cap`)."""
+    room = max(0, budget.red_line - (report.total - report.used.get("messages", 0)))
+    return min(room, budget.messages) if budget.messages_cap else room
+
+
+def next_seq(summaries: list[BaseMessage]) -> int:
+    """The sequence number of the next summary after ``summaries``."""
+    return 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in summaries), default=0)
 
 
 def _summary_message(
-    text: str, seq: int, through: str, *, covers: int, meta: bool = False
+    text: str, seq: int, through: str, *, covers: list[str], meta: bool = False
 ) -> SystemMessage:
     label = "meta-summary" if meta else "summary"
+    # ``covers``: the ids it replaced (for a meta-summary, the summaries among them),
+    # every one archived: what ``glimpse`` reads to bring summary #seq's originals back.
+    info = {"seq": seq, "through": through, "meta": meta, "covers": covers}
     return SystemMessage(
-        f"{SUMMARY_PREFIX} #{seq} ({label} of {covers} messages, through {through})\n{text}",
-        id=f"lgctx-summary-{seq}",
-        additional_kwargs={KEY: {"summary": {"seq": seq, "through": through, "meta": meta}}},
+        f"{SUMMARY_PREFIX} #{seq} ({label} of {len(covers)} messages, through {through})\n{text}",
+        id=f"{SUMMARY_ID}{seq}",
+        additional_kwargs={KEY: {"summary": info}},
     )
+
+
+SUMMARY_ID = "lgctx-summary-"
+"""A summary's message id is this and its sequence number."""
+
+
+def _in_place(
+    messages: list[BaseMessage], plan: Plan, summaries: list[BaseMessage], keep: list[BaseMessage]
+) -> list[BaseMessage]:
+    """The history after compression: survivors keep their order, none moves.
+
+    The pinned messages before the first compressed or kept one (the system
+    prompt, the task) lead, the summaries follow, and every other survivor
+    (pinned or kept) stays where it was among the others."""
+    pinned = {id(m) for m in plan.tiers.pinned}
+    kept = {id(m): k for m, k in zip(plan.keep, keep, strict=True)}
+    first = next(
+        (i for i, m in enumerate(messages) if id(m) not in pinned and not is_summary(m)),
+        len(messages),
+    )
+    head = [m for m in messages[:first] if id(m) in pinned]
+    tail = [kept.get(id(m), m) for m in messages[first:] if id(m) in pinned or id(m) in kept]
+    return [*head, *summaries, *tail]
+
+
+def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` within ``max_tokens`` by ``counter``: whole lines dropped from the end,
+    then the last line cut. A summarizer may count differently, or overrun."""
+    if counter.count_text(text) <= max_tokens:
+        return text
+    lines = text.splitlines()
+    while len(lines) > 1 and counter.count_text("\n".join(lines)) > max_tokens:
+        lines.pop()
+    kept = "\n".join(lines)
+    while kept and counter.count_text(kept) > max_tokens:
+        kept = kept[: int(len(kept) * 0.9)]
+    return kept
 
 
 def _scope(ctx: CallContext) -> tuple[str, str]:

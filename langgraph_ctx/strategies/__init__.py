@@ -5,6 +5,16 @@
   manager; ``adacom_offline``: a deterministic manager, the offline baseline.
   The middleware that runs them is
   :class:`langgraph_ctx.middleware.AdaptiveContextManager`.
+- ``pace``: PACE (arXiv "Predictive Adaptive Context Extraction"): the
+  granularity decision (``pace``), the scorer (``pace_scorer``), the steps and
+  their records (``pace_steps``), background summaries (``pace_summaries``) and
+  the source of the glimpse tool (``pace_glimpse``). The middleware is
+  :class:`langgraph_ctx.middleware.PredictiveExtraction`.
+- ``arc``: ARC's context manager (arXiv "ARC: Active and Reflection-driven
+  Context Management"): checklist, interaction memory, incremental update and
+  reflection; ``arc_model``: a chat-model manager; ``arc_signals``: the stall triggers;
+  ``arc_offline``: a deterministic manager. The middleware is
+  :class:`langgraph_ctx.middleware.ReflectiveContextManager`.
 """
 
 from langgraph_ctx.strategies.adacom import (
@@ -18,15 +28,69 @@ from langgraph_ctx.strategies.adacom import (
     listing,
 )
 from langgraph_ctx.strategies.adacom_offline import OfflinePolicy
+from langgraph_ctx.strategies.arc import (
+    CHECKLIST_TITLE,
+    MEMORY_TITLE,
+    ArcManager,
+    ChecklistItem,
+    Folded,
+    MemoryUpdate,
+    Reflection,
+    UpdateRequest,
+    afold,
+    fold,
+    memory_body,
+    render_checklist,
+    render_memory,
+    stamped,
+)
+from langgraph_ctx.strategies.arc_model import REFLECT_PROMPT, UPDATE_PROMPT, ChatModelArcManager
+from langgraph_ctx.strategies.arc_offline import OfflineArcManager
+from langgraph_ctx.strategies.arc_signals import TRIGGERS, FoldSettings, StallState
+from langgraph_ctx.strategies.pace import PaceSettings
+from langgraph_ctx.strategies.pace_glimpse import StepSource
+from langgraph_ctx.strategies.pace_scorer import (
+    EmbeddingScorer,
+    LexicalScorer,
+    Scorer,
+    default_scorer,
+)
 
 __all__ = [
+    "CHECKLIST_TITLE",
     "MANAGER_PROMPT",
+    "MEMORY_TITLE",
     "NOTE_TITLE",
+    "REFLECT_PROMPT",
+    "TRIGGERS",
+    "UPDATE_PROMPT",
+    "ArcManager",
+    "ChatModelArcManager",
     "ChatModelManager",
+    "ChecklistItem",
     "ContextManagerPolicy",
+    "EmbeddingScorer",
+    "FoldSettings",
+    "Folded",
+    "LexicalScorer",
     "ManagerAction",
     "ManagerRequest",
+    "MemoryUpdate",
     "Modification",
+    "OfflineArcManager",
     "OfflinePolicy",
+    "PaceSettings",
+    "Reflection",
+    "Scorer",
+    "StallState",
+    "StepSource",
+    "UpdateRequest",
+    "afold",
+    "default_scorer",
+    "fold",
     "listing",
+    "memory_body",
+    "render_checklist",
+    "render_memory",
+    "stamped",
 ]

@@ -28,6 +28,7 @@ from langgraph_ctx import (
     is_summary,
 )
 from langgraph_ctx.compression.summarizers import ExtractiveSummarizer
+from langgraph_ctx.markers import summary_info
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 
@@ -125,7 +126,7 @@ def test_a_ready_prepared_summary_is_applied_and_equals_the_synchronous_one() ->
         history = s.messages()
         assert history[0].id == "u0"
         assert [is_summary(m) for m in history[1:3]] == [True, False]
-        covered = [part.split("=")[0] for part in history[1].text.split("\n", 1)[1].split("; ")]
+        covered = (summary_info(history[1]) or {})["covers"]
         assert all(s.archive.get("t", i) is not None for i in covered)
         sent = {f"{k}{i}" for i in range(int(history[-2].id[1:]) + 1) for k in "ua"}
         assert sent - {m.id for m in history} == {i for i in covered if i[0] in "ua"}
