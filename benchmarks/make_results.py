@@ -22,6 +22,11 @@ ORDER = [  # (file stem, what it answers, issue)
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
     ("fuzz", "Random sessions: no orphan, task kept, prompt within its limit, nothing lost", 16),
+    (
+        "timeouts",
+        "A process with hung summarizer and manager calls exits once its graph returns",
+        16,
+    ),
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
     ("bacm", "BACM's offline folding rule vs ours and the peers at 8K / 4K / 2K", 19),
     ("pace", "PACE (MiniLM and lexical) vs ours and the peers; longevity; cost per call", 20),

@@ -99,6 +99,18 @@ def call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
         raise TimeoutError(f"no answer within {timeout} s") from None
 
 
+def native_async(model: Any) -> bool:
+    """Whether a chat model has its own async generation. LangChain runs one that
+    has none (its ``ainvoke``) in the event loop's default executor, where a hung
+    call outlives any timeout: such a model's sync form goes to :data:`POOL`."""
+    from langchain_core.language_models import BaseChatModel
+
+    cls = type(model)
+    return cls._agenerate is not BaseChatModel._agenerate or (
+        cls._astream is not BaseChatModel._astream
+    )
+
+
 async def acall_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
     """Await ``fn()`` run in :data:`POOL` (a sync-only client under ``ainvoke``),
     never in the event loop's default executor."""

@@ -31,6 +31,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import tools_condition
 from typing_extensions import TypedDict, Unpack
 
+from langgraph_ctx._checks import check_bool, check_instance, check_int, check_str
 from langgraph_ctx.agent.nodes import (
     ThinkSettings,
     call_llm_node,
@@ -54,7 +55,7 @@ from langgraph_ctx.middleware import (
     ToolEviction,
 )
 from langgraph_ctx.middleware.glimpse import GLIMPSE
-from langgraph_ctx.middleware.placement import Placement
+from langgraph_ctx.middleware.placement import Placement, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
@@ -189,6 +190,7 @@ def build_context_agent(
             f"{sorted(AgentOptions.__optional_keys__)}"
             + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
         )
+    _check_options(options)
     always_include = options.get("always_include", ())
     memory = options.get("memory")
     if memory is not None:
@@ -212,6 +214,40 @@ def build_context_agent(
         events=options.get("events"),
     )
     return pipeline.attach(_graph(model, registry, options))
+
+
+def _check_options(options: AgentOptions) -> None:
+    """The options no built-in checks itself, checked here, each named as written."""
+    for name in ("summary_model", "think_model"):
+        value = options.get(name)
+        if value is not None:
+            check_instance(name, value, BaseChatModel, "a LangChain chat model")
+    if options.get("system_prompt") is not None:
+        check_str("system_prompt", options.get("system_prompt"), empty=True)
+    if options.get("budget") is not None:
+        check_instance("budget", options.get("budget"), Budget, "a Budget")
+    if "think" in options:
+        check_bool("think", options["think"])
+    if options.get("think_settings") is not None:
+        check_instance(
+            "think_settings", options.get("think_settings"), ThinkSettings, "ThinkSettings"
+        )
+    extra = options.get("middleware", ())
+    if isinstance(extra, (str, bytes)) or not all(
+        isinstance(m, Middleware) or callable(m) for m in extra
+    ):
+        raise ConfigurationError("middleware", f"expected a list of Middleware, got {extra!r}")
+    always = options.get("always_include", ())
+    if isinstance(always, str) or not all(isinstance(n, str) for n in always):
+        raise ConfigurationError("always_include", f"expected a list of tool names, got {always!r}")
+    if "tool_capacity" in options:
+        check_int("tool_capacity", options["tool_capacity"], least=0)
+    if "placement" in options:
+        check_placement(options["placement"], "placement")
+    if "state_schema" in options and not isinstance(options["state_schema"], type):
+        raise ConfigurationError(
+            "state_schema", f"expected a TypedDict class, got {options['state_schema']!r}"
+        )
 
 
 def _builtins(
@@ -256,6 +292,21 @@ def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
 
 STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
+
+
+def strategy_middleware(
+    strategy: str,
+    *,
+    archive: MessageArchive | None = None,
+    summary_model: BaseChatModel | None = None,
+    nodes: Sequence[str] = ("call_llm",),
+) -> Middleware:
+    """The middleware ``strategy=strategy`` puts in compression's place, on ``nodes``:
+    what :func:`create_context_agent` builds, for a pipeline of your own (and for
+    the fuzz suite, which runs every name in :data:`STRATEGIES`)."""
+    return _strategy(
+        {"strategy": strategy, "archive": archive, "summary_model": summary_model}, list(nodes)
+    )
 
 
 def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:

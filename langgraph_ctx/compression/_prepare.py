@@ -20,22 +20,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx._workers import DaemonPool
 from langgraph_ctx.tokens import message_key
 
 WORKERS = 2
 """Threads of the package's preparation pool: summaries are made one or two at a
 time per process, however many sessions ask; the others wait their turn (and
 meanwhile the synchronous path still works)."""
-
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 
 Outcome: TypeAlias = tuple[str, list[str], float, int]
 """A summary's text, the reasons its summarizer fell back (if it did), and its
@@ -44,15 +41,16 @@ more than applying the summary."""
 SpanKey: TypeAlias = tuple[tuple[str, int], ...]
 T = TypeVar("T")
 
+_POOL = DaemonPool(WORKERS, name="lgctx-prep")
 
-def pool() -> concurrent.futures.ThreadPoolExecutor:
+
+def pool() -> DaemonPool:
     """The package's own bounded pool: never the caller's default executor, which
-    a prepared summary (seconds of CPU for a long span) must not crowd out."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="lgctx-prep")
-        return _pool
+    a prepared summary (seconds of CPU for a long span) must not crowd out. Daemon
+    threads: a summarizer that hangs without a timeout (a summary of our own is
+    never needed to exit) must not keep the process alive, as a
+    ``ThreadPoolExecutor``, joined at exit, did."""
+    return _POOL
 
 
 def span_key(messages: Sequence[BaseMessage]) -> SpanKey:

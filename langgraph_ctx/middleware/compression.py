@@ -18,11 +18,14 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   as content, the original archived;
 - if the target cannot be met (a large pinned message), record
   ``budget_unreachable`` and log it. Pinned content is never dropped;
-- the hard ceiling: a prompt still over the prompt limit has its largest tool
+- the hard ceiling: a history still over the prompt limit has its largest tool
   results reduced (compacted again, then cut with a marker, the originals
-  archived), recorded as ``ceiling_enforced``; if even that cannot fit,
-  :class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the
-  model is called.
+  archived), recorded as ``ceiling_enforced``; if that is not enough,
+  everything before the current turn is compressed again into one small
+  meta-summary (``path: ceiling``). Anything still over is pre-flight's
+  last-line guard's (:meth:`PreflightCheck.fit`): it fits the prompt for the
+  call, or raises :class:`~langgraph_ctx.errors.BudgetExceededError` before the
+  model is called if even the pinned content cannot fit.
 
 Every message leaving the active state is written to the archive first, keyed
 by thread and id, so :meth:`TieredCompression.original` can return it. The
@@ -50,21 +53,23 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression import _prepare
-from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
+from langgraph_ctx.compression._ceiling import (
+    COMPACT_FLOOR,
+    compact_tool_result,
+    fit_prompt,
+)
+from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers, turn_starts
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
     ExtractiveSummarizer,
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
-    compacted,
-    compacted_header,
     is_compacted,
-    is_pinned,
     is_summary,
     summary_info,
 )
@@ -77,11 +82,6 @@ logger = logging.getLogger("langgraph_ctx.compression")
 
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
-COMPACT_FLOOR = 100
-"""The smallest digest a compacted tool result is given."""
-CUT_MARKER = "[... cut to fit the context window]"
-"""Ends a tool result cut (not only compacted) to keep the prompt under its limit."""
-
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
 )
@@ -185,6 +185,8 @@ class TieredCompression(Middleware):
         check_int("min_protected_turns", min_protected_turns)
         check_int("max_summary_layers", max_summary_layers)
         check_bool("pin_task", pin_task)
+        check_bool("prepare_ahead", prepare_ahead)
+        check_number("prepare_headroom", prepare_headroom)
         check_timeout("summarizer_timeout", summarizer_timeout)
         if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
             raise ConfigurationError(
@@ -410,7 +412,10 @@ class TieredCompression(Middleware):
         before = {"summarized": sum(count(m) for m in work.source), "compacted": 0}
         before["compacted"] = sum(count(m) for m in shrunk)
         removed = sum(count(m) for m in plan.compress) + before["compacted"]
-        digests = {id(m): self._compact(m, size, count(m)) for m, size in work.compact}
+        digests = {
+            id(m): compact_tool_result(m, size, count(m), self._compactor)
+            for m, size in work.compact
+        }
         summaries = plan.tiers.summaries
         summary = None
         if text is not None:
@@ -464,49 +469,46 @@ class TieredCompression(Middleware):
         return view.replace(messages=messages)
 
     def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
-        """Never send a prompt over the prompt limit: a provider must reject it.
+        """Keep the history itself within the prompt limit, before pre-flight's
+        last-line guard has to fit the prompt on every call.
 
         Compression plans with expected ratios and leaves results it compacted
-        alone, so one tool result larger than the window could still go out over
-        it. Here the largest tool results not pinned are reduced (compacted
-        again, down to what fits, then cut with a marker), the originals
-        archived first. If even that cannot fit, :class:`BudgetExceededError`
-        is raised before the model is called, and nothing is persisted.
+        alone, so one tool result larger than the window could still be over
+        it. Here, in order, each step only if the last left it over: the
+        largest tool results not pinned are reduced (compacted again, down to
+        what fits, then cut with a marker); everything before the current turn
+        is compressed again, with the summaries, into one meta-summary of the
+        smallest size; the tool results kept are reduced again. The originals
+        are archived first; the ledger has ``ceiling_enforced`` and a
+        ``compression`` event with ``path: ceiling``. What is still over then
+        (pinned content, a current turn larger than the window) is left to
+        pre-flight's guard (:meth:`PreflightCheck.fit`), which fits this call's
+        prompt or raises :class:`BudgetExceededError` before the model is called.
         """
-        report = ctx.measured()
-        if report.total <= report.prompt_limit:
+        if _over(ctx) <= 0:
             return view
-        calibration = max(report.calibration, 1e-6)
-        over = math.ceil((report.total - report.prompt_limit) / calibration)
+        view = yield from self._reduce_results(view, ctx)
+        if _over(ctx) > 0:
+            view = yield from self._compress_again(view, ctx)
+            if _over(ctx) > 0:
+                view = yield from self._reduce_results(view, ctx)
+        return view
+
+    def _reduce_results(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
         count = ctx.session.cache.count_of
-        candidates = [m for m in messages if isinstance(m, ToolMessage) and not is_pinned(m)]
-        candidates.sort(key=count, reverse=True)
-        shrunk: dict[int, BaseMessage] = {}
-        cut: list[str] = []
-        for m in candidates:
-            if over <= 0:
-                break
-            tokens = count(m)
-            # Down to its header and the cut marker if need be: the original is
-            # archived, and a result the model can fetch beats a refused call.
-            smaller, was_cut = self._reduce(m, max(0, tokens - over), ctx.counter)
-            saved = tokens - ctx.counter.count_message(smaller)
-            if saved > 0:
-                shrunk[id(m)] = smaller
-                over -= saved
-                if was_cut:
-                    cut.append(str(m.id))
-        if over > 0:
-            rest = sum(count(m) for m in messages if id(m) not in shrunk)
-            raise BudgetExceededError(
-                report.total,
-                report.prompt_limit,
-                f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
-                f"over its limit with every tool result reduced to its header: the other "
-                f"messages (system, pinned, the protected turns, summaries) take {rest} tokens",
-            )
-        originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
+        fit = fit_prompt(
+            messages,
+            _over(ctx),
+            count,
+            ctx.counter,
+            pin_task=self.pin_task,
+            compactor=self._compactor,
+            history=True,
+        )
+        if not fit.reduced:
+            return view
+        originals = [m for m in fit.originals if not is_compacted(m)]
         if originals:
             # Archived before the rewrite is persisted: nothing leaves the state unkept.
             thread, namespace = _scope(ctx)
@@ -518,42 +520,42 @@ class TieredCompression(Middleware):
                     self.archive.aput, thread, originals, reason="compacted", namespace=namespace
                 ),
             )
-        before = sum(count(m) for m in messages if id(m) in shrunk)
-        after = sum(ctx.counter.count_message(m) for m in shrunk.values())
-        messages = [shrunk.get(id(m), m) for m in messages]
-        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *fit.messages])
         ctx.session.cache.forget([str(m.id) for m in originals])
-        report = ctx.adjust_usage("messages", after - before)
+        report = ctx.adjust_usage("messages", fit.tokens_after - fit.tokens_before)
         ctx.record(
             "ceiling_enforced",
             {
-                "ids": [str(m.id) for m in shrunk.values()],
-                "cut": cut,
-                "tokens_before": before,
-                "tokens_after": after,
+                "scope": "history",
+                **fit.as_dict(),
                 "total_after": report.total,
                 "prompt_limit": report.prompt_limit,
             },
         )
-        return view.replace(messages=messages)
+        return view.replace(messages=fit.messages)
 
-    def _reduce(
-        self, message: BaseMessage, size: int, counter: TokenCounter
-    ) -> tuple[BaseMessage, bool]:
-        """``message`` in at most ``size`` tokens (or just its header and the cut
-        marker): an extractive digest, cut if the digest alone is still larger.
-        Whether it was cut."""
-        tokens = _original_tokens(message) or counter.count_message(message)
-        smaller = self._compact(message, size, tokens)
-        if counter.count_message(smaller) <= size:
-            return smaller, False
-        header = compacted_header(message, tokens)
-        text = smaller.text.partition("\n")[2]
-        marker = f"\n{CUT_MARKER} (the original is archived as {message.id})"
-        room = size - counter.count_text(header + marker) - 8  # message overhead
-        while text and counter.count_message(compacted(message, text + marker, tokens)) > size:
-            text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
-        return compacted(message, text + marker, tokens), True
+    def _compress_again(self, view: View, ctx: CallContext) -> Hook[View]:
+        """Everything before the current turn, with the summaries, into one
+        meta-summary of the smallest size (``summary_tokens[0]``)."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        tiers = split_tiers(messages, pin_task=self.pin_task)
+        current = turn_starts(tiers.rest)[-1] if tiers.rest else 0
+        if current == 0:
+            return view  # only the current turn is left: the guard fits it
+        plan = Plan(
+            tiers=tiers,
+            compress=tiers.rest[:current],
+            keep=tiers.rest[current:],
+            protected=len(tiers.rest) - current,
+        )
+        work = _Work(plan, [*tiers.summaries, *plan.compress], self.summary_tokens[0], meta=True)
+        with _collecting_fallbacks() as fallbacks:
+            text = yield IOCall(
+                partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
+                partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
+            )
+        yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
+        return self._apply(view, ctx, work, text, fallbacks, path=("ceiling", "none"))
 
     def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
         """In the yellow zone, start summarizing what the next compression removes."""
@@ -593,9 +595,7 @@ class TieredCompression(Middleware):
                 text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
             # CPU work: in the pool, not on the loop.
             measure = partial(_measure, source, text, counter)
-            retention, written = await asyncio.get_running_loop().run_in_executor(
-                _prepare.pool(), measure
-            )
+            retention, written = await asyncio.wrap_future(_prepare.pool().submit(measure))
             return text, reasons, retention, written
 
         scratch[_PREPARED] = _prepare.start(
@@ -667,15 +667,6 @@ class TieredCompression(Middleware):
         through = str(work.plan.compress[-1].id)
         covers = [str(m.id) for m in work.source]
         return _summary_message(text, seq, through, covers=covers, meta=work.meta)
-
-    def _compact(self, message: BaseMessage, size: int, tokens: int) -> BaseMessage:
-        # Extractive whatever the summarizer: a tool result is records, not prose,
-        # and a model call per result would cost more than it saves. The header
-        # comes out of the digest's size, so the message takes what was planned.
-        counter = self._compactor.counter
-        room = size - counter.count_text(compacted_header(message, tokens)) - 1
-        digest = self._compactor.summarize([message], max_tokens=max(COMPACT_FLOOR // 2, room))
-        return compacted(message, digest, tokens)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.measured()
@@ -762,11 +753,10 @@ def _compactions(
     return list(chosen.values())
 
 
-def _original_tokens(message: BaseMessage) -> int | None:
-    """The size of the original of a compacted tool result, from its mark."""
-    marks = message.additional_kwargs.get(KEY)
-    info = marks.get("compacted") if isinstance(marks, dict) else None
-    return int(info["tokens"]) if isinstance(info, dict) and "tokens" in info else None
+def _over(ctx: CallContext) -> int:
+    """Raw tokens the prompt, as measured now, is over its limit (<= 0: within it)."""
+    report = ctx.measured()
+    return math.ceil((report.total - report.prompt_limit) / max(report.calibration, 1e-6))
 
 
 def _room(report: UsageReport, budget: Budget) -> int:
