@@ -53,7 +53,7 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     TieredCompression,
 )
-from langgraph_ctx.middleware.placement import Placement
+from langgraph_ctx.middleware.placement import Placement, RecallRefresh
 from langgraph_ctx.tokens import load_encoding
 
 BASE_PER_MTOK = 3.00
@@ -131,7 +131,9 @@ class CacheRecorder(Recorder):
         self.measured.total.append(total)
 
 
-def _ours(placement: Placement) -> Callable[[Setup], Replay]:
+def _ours(
+    placement: Placement, refresh: RecallRefresh = "call", target: float | None = None
+) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
         """Ours with memory recall on (the harness's ``ours+memory``) and provider placement."""
         from langgraph.store.memory import InMemoryStore
@@ -139,12 +141,13 @@ def _ours(placement: Placement) -> Callable[[Setup], Replay]:
         from langgraph_ctx.retrieval.memory import MemoryBank
 
         bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",))
+        tuned = {} if target is None else {"target_utilization": target}
         middleware = [
             PreflightCheck(),
             SummaryObserver(bank),
-            TieredCompression(summarizer=CountingSummarizer(setup.log)),
+            TieredCompression(summarizer=CountingSummarizer(setup.log), **tuned),
             MemoryRecall(bank),
-            ProviderPlacement(placement),
+            ProviderPlacement(placement, recall_refresh=refresh),
         ]
         pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
         node = call_llm_node(setup.model)
@@ -154,8 +157,19 @@ def _ours(placement: Placement) -> Callable[[Setup], Replay]:
 
 
 PLANS: list[Strategy] = [
-    Strategy("ours", "ours + recall, placement `system` (the default)", _ours("system")),
-    Strategy("ours-pair", "ours + recall, placement `pair`", _ours("pair")),
+    Strategy(
+        "ours", "ours + recall, defaults (placement `system`, recall per call)", _ours("system")
+    ),
+    Strategy(
+        "ours-rare",
+        "ours + recall per call, compressions rare and large (target 0.3)",
+        _ours("system", "call", 0.3),
+    ),
+    Strategy(
+        "ours-cache",
+        "ours + recall kept until compression, target 0.3 (cache-tuned)",
+        _ours("system", "compression", 0.3),
+    ),
     Strategy("ours-none", "ours + recall, no placement (recall above the history)", _ours("none")),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
