@@ -30,7 +30,7 @@ from tests.postgres_fixture import fresh_database
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 64
 USER = {"configurable": {"user_id": "alice"}}
-SEEDED = "Alice wants every SHP-0042 update by rail freight, never by air."
+MEMORY = "Alice wants every shipment update by rail freight, never by air."
 
 
 def _free_port() -> int:
@@ -127,15 +127,13 @@ def _texts(state: dict[str, Any]) -> dict[str, str]:
 def test_a_long_session_compresses_recalls_delegates_and_loses_nothing(
     client: SyncLangGraphClient, postgres_db: str
 ) -> None:
-    # A memory put through the server's store API: the bank reads the store the
-    # server gives the graph, not one of its own.
-    value = {"text": SEEDED, "level": "principle", "source": "api", "scope": ["alice"]}
-    client.store.put_item(["lgctx_memory", "alice"], "seeded", value, index=False)
     thread = client.threads.create()["thread_id"]
     sent: dict[str, str] = {}
     events: list[dict[str, Any]] = []
     for i in range(TURNS):
-        if i % 16 == 5:
+        if i == 1:  # the agent's remember tool: a memory in the server's store
+            text = f"remember: {MEMORY}"
+        elif i % 16 == 5:
             text = "delegate: find where SHP-0042 is now"
         else:
             text = f"Turn {i}: shipment SHP-{i:04d} left Rotterdam with {i * 3} pallets by rail."
@@ -147,8 +145,11 @@ def test_a_long_session_compresses_recalls_delegates_and_loses_nothing(
     assert len(utilization) >= TURNS  # one per model call, streamed as it happened
     assert kinds.count("compression") >= 2
     assert max(utilization) < 1.0
-    recalled = [e["data"] for e in events if e["kind"] == "recall" and e["data"]["items"]]
-    assert any("seeded" in r["keys"] for r in recalled)
+    # The memory is in the server's store (the bank has none of its own), and recall
+    # brought it back on later turns.
+    found = client.store.search_items(["lgctx_memory", "alice"], limit=100)["items"]
+    key = next(item["key"] for item in found if item["value"]["text"] == MEMORY)
+    assert any(key in e["data"].get("keys", ()) for e in events if e["kind"] == "recall")
 
     state = client.threads.get_state(thread)
     active = _texts(state)
@@ -171,7 +172,7 @@ def test_a_long_session_compresses_recalls_delegates_and_loses_nothing(
     finally:
         sink.close()
     assert logged.count("compression") == kinds.count("compression")
-    # Compression summaries were kept as memories in the server's store.
+    # Compression summaries were kept as memories in the server's store too.
     found = client.store.search_items(["lgctx_memory", "alice"], limit=100)["items"]
     assert any(item["value"]["source"] == "compression" for item in found)
 

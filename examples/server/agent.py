@@ -1,7 +1,8 @@
 """A context-managed agent served by LangGraph Server (``langgraph dev``, LangGraph Platform).
 
 Serve it: ``cd examples/server && langgraph dev --no-browser`` (``pip install
-"langgraph-cli[inmem]"``), then drive it with ``langgraph-sdk``; see ``client.py``.
+"langgraph-cli[inmem]"``), then drive it with ``langgraph-sdk`` (as
+``tests/test_server_example.py`` does; the README's "Serve on LangGraph Server").
 
 The server imports this module and runs ``graph`` with its own checkpointer and
 store, so the graph is compiled with neither:
@@ -12,16 +13,18 @@ store, so the graph is compiled with neither:
 - **memories**: the server's store, through :class:`~langgraph_ctx.RuntimeStore`
   (recall before each model call, compression summaries kept as observations, a
   ``remember`` tool), scoped by ``config["configurable"]["user_id"]``.
-- **archive and event log**: what this package adds to a deployment, at
-  ``$LANGGRAPH_CTX_DATABASE_URL`` (``postgresql://...`` in production, the same
-  database as the server's is fine; ``sqlite:///...``); unset, an embedded SQLite
-  file under :func:`~langgraph_ctx.storage.urls.data_home`.
+- **archive, event log and memory index**: what this package adds to a
+  deployment, at ``$LANGGRAPH_CTX_DATABASE_URL`` (``postgresql://...`` in
+  production, the server's own database is fine; ``sqlite:///...``); unset, an
+  embedded SQLite file under :func:`~langgraph_ctx.storage.urls.data_home`. The
+  memory index is shared by every worker, so that a memory one of them stores is
+  found by all (write memories through the bank or its tool: it indexes them).
 
 The model is scripted (:mod:`langgraph_ctx.testing`), so it serves offline; set
 ``LANGGRAPH_CTX_MODEL`` (e.g. ``openai:gpt-4o-mini``) for a real one through
 ``init_chat_model``. A user message starting with ``delegate:`` hands a task to
-the ``research`` sub-agent; one starting with ``slow:`` takes a second to answer
-(to see ``multitask_strategy`` at work).
+the ``research`` sub-agent, ``remember:`` stores the rest as a memory, and
+``slow:`` takes a second to answer (to see ``multitask_strategy`` at work).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from langchain_core.tools import tool
 from langgraph_ctx import Budget, MemoryBank, RuntimeStore, SQLiteEventSink
 from langgraph_ctx.agent import SubAgents, SubAgentSpec, build_context_agent
 from langgraph_ctx.pipeline import EventSink
-from langgraph_ctx.storage import PostgresEventSink
+from langgraph_ctx.retrieval import TextIndex
+from langgraph_ctx.storage import PostgresEventSink, PostgresMemoryIndex, SQLiteMemoryIndex
 from langgraph_ctx.storage.checkpointers import archive_from_url
 from langgraph_ctx.storage.urls import data_home, parse_url
 from langgraph_ctx.testing import ScriptedChatModel
@@ -61,6 +65,11 @@ def event_sink(url: str) -> EventSink:
     return PostgresEventSink(db.url) if db.kind == "postgres" else SQLiteEventSink(db.path)
 
 
+def memory_index(url: str) -> TextIndex:
+    db = parse_url(url, field=URL_ENV)
+    return PostgresMemoryIndex(db.url) if db.kind == "postgres" else SQLiteMemoryIndex(db.path)
+
+
 @tool
 def lookup_shipment(shipment_id: str) -> str:
     """Where a shipment is and when it arrives."""
@@ -72,6 +81,9 @@ def _scripted_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     if last.type == "tool":  # the sub-agent (or a tool) answered: report it
         return AIMessage(f"Done: {last.text[:200]}")
     text = last.text.rsplit("\n\n", 1)[-1]  # the user's own words, after any recall block
+    if text.startswith("remember:"):
+        memory = {"text": text.removeprefix("remember:").strip(), "level": "principle"}
+        return AIMessage("", tool_calls=[{"name": "remember", "args": memory, "id": "r1"}])
     if text.startswith("delegate:"):
         task = {"agent": "research", "task": text.removeprefix("delegate:").strip()}
         call = {"name": "delegate", "args": task, "id": f"delegate-{len(messages)}"}
@@ -104,6 +116,7 @@ def _research_model() -> BaseChatModel:
 
 
 url = storage_url()
+archive = archive_from_url(url)  # first: it applies the package's migrations
 subagents = SubAgents(
     [
         SubAgentSpec(
@@ -122,8 +135,8 @@ graph = build_context_agent(
     always_include=["delegate"],
     think=False,
     budget=Budget.for_window(4_000),  # small on purpose: compression within a few dozen turns
-    memory=MemoryBank(RuntimeStore(), scope_keys=("user_id",)),
-    archive=archive_from_url(url),
+    memory=MemoryBank(RuntimeStore(), scope_keys=("user_id",), index=memory_index(url)),
+    archive=archive,
     events=event_sink(url),
     system_prompt="You track shipments for a freight forwarder.",
 ).compile()  # no checkpointer, no store: the server provides both
