@@ -41,6 +41,7 @@ from langgraph_ctx.pipeline import (
     current_context,
 )
 from langgraph_ctx.retrieval.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
+from langgraph_ctx.retrieval.runtime_store import RuntimeStore
 from langgraph_ctx.state import ArtifactRef, ContextState, LedgerEntry, ledger_reducer
 from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
 from langgraph_ctx.storage.events import SQLiteEventSink
@@ -88,6 +89,7 @@ __all__ = [
     "PreflightCheck",
     "ProviderPlacement",
     "ReflectiveContextManager",
+    "RuntimeStore",
     "SQLiteEventSink",
     "SessionSummary",
     "SummaryObserver",

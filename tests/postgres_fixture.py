@@ -18,6 +18,7 @@ import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
@@ -98,8 +99,9 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture
-def postgres_db(postgres_url: str) -> Iterator[str]:
+@contextmanager
+def fresh_database(postgres_url: str) -> Iterator[str]:
+    """A new database on the test server, dropped on exit."""
     # A database per test gives full isolation (schemas, extensions, migrations) for
     # ~0.1-0.3 s, far cheaper than a server per test.
     name = f"lgctx_test_{uuid.uuid4().hex[:16]}"
@@ -126,3 +128,9 @@ def postgres_db(postgres_url: str) -> Iterator[str]:
             # FORCE (PG >= 13) also covers connections opened since the terminate.
             drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
             admin.execute(drop.format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def postgres_db(postgres_url: str) -> Iterator[str]:
+    with fresh_database(postgres_url) as url:
+        yield url

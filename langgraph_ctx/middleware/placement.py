@@ -30,6 +30,16 @@ prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
 Tool calls and their results, pinned messages and compacted tool results are
 left as they are. ``"none"`` leaves the prompt untouched.
 
+The recall block is the largest per-call block, and a prompt cache cannot serve
+it: it changes with every turn, so each turn pays for it and for the turn before
+(the previous user message no longer carries it). ``recall_refresh="compression"``
+trades freshness for cache hits: the block is kept byte-identical, as stable
+context right after the summaries, until the stable prefix changes (a
+compression rewrites it, and with it everything after it, anyway); then this
+call's block replaces it. A kept block that no longer fits the room pre-flight
+left is replaced at once, so the prompt never passes the red line for it. The
+block lives in the session's memory only: a restarted process makes a new one.
+
 :class:`ProviderPlacement` applies it to the view of its nodes and runs innermost
 (after recall), and tells the built-in nodes (``call_llm``, ``think``), which add
 their own system prompt and thought after the middleware ran, to apply it to the
@@ -49,6 +59,10 @@ from langgraph_ctx.pipeline import CallContext, Middleware, View, current_contex
 
 Placement = Literal["system", "pair", "none"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
+RecallRefresh = Literal["call", "compression"]
+REFRESHES: tuple[str, ...] = get_args(RecallRefresh)
+_KEPT = "placement.recall"
+"""``ctx.session.scratch`` key: ``(prefix signature, kept recall block or None)``."""
 ANNOTATION = "placement"
 """``ctx.annotations`` key: the placement the nodes apply to the prompt they build."""
 ACKNOWLEDGEMENT = "Understood."
@@ -61,21 +75,92 @@ class ProviderPlacement(Middleware):
     priority = 1000
     """Innermost: after recall (40) and anything else that adds messages."""
 
-    def __init__(self, placement: Placement = "system", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        placement: Placement = "system",
+        *,
+        recall_refresh: RecallRefresh = "call",
+        **kwargs: Any,
+    ) -> None:
         """
         Args:
             placement: ``"system"`` (summaries merged into the leading system
                 message), ``"pair"`` (a user/assistant pair each), or ``"none"``.
+            recall_refresh: ``"call"`` (the recall block of each call, in its last
+                user message: the freshest memories) or ``"compression"`` (one
+                block kept in the stable prefix until the next compression: the
+                most prompt-cache hits). See the module docstring.
         """
         super().__init__(**kwargs)
         self.placement = check_placement(placement, "ProviderPlacement.placement")
+        if recall_refresh not in REFRESHES:
+            raise ConfigurationError(
+                "ProviderPlacement.recall_refresh",
+                f"must be one of {list(REFRESHES)}, got {recall_refresh!r}",
+            )
+        self.recall_refresh = recall_refresh
 
     def before(self, view: View, ctx: CallContext) -> View:
         ctx.annotations[ANNOTATION] = self.placement
         messages = view.get("messages")
         if not messages:
             return view
+        if self.recall_refresh == "compression" and self.placement != "none":
+            messages = keep_recall(messages, ctx)
         return view.replace(messages=place_messages(messages, self.placement))
+
+
+def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:
+    """``messages`` with the session's kept recall block in place of this call's, as
+    stable context after the summaries (see the module docstring).
+
+    The kept block's tokens are reserved (``ctx.session.reserved``): pre-flight
+    counted them as system content and recall counted this call's block as
+    auxiliary, so the one not sent is taken back out of the usage report.
+    """
+    out = list(messages)
+    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
+    fresh = out.pop(at) if at is not None else None
+    fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
+    signature = hash(tuple((m.id, _text(m)) for m in out if _is_stable_system(m)))
+    kept = ctx.session.scratch.get(_KEPT)
+    block: BaseMessage | None
+    if kept is not None and kept[0] == signature and kept[1] is not None and _fits(ctx, fresh_raw):
+        block = kept[1]  # counted by pre-flight (reserved): recall's own count goes
+        _take_back(ctx, "auxiliary", fresh_raw)
+    else:  # the prefix changed (a compression) or the kept block no longer fits
+        block = _stable(fresh) if fresh is not None else None  # counted by recall
+        _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0))
+        ctx.session.scratch[_KEPT] = (signature, block)
+        ctx.session.reserved[_KEPT] = ctx.counter.count_message(block) if block else 0
+    if block is None:
+        return out
+    last = max((j for j, m in enumerate(out) if _is_stable_system(m)), default=-1)
+    return [*out[: last + 1], block, *out[last + 1 :]]
+
+
+def _take_back(ctx: CallContext, component: Literal["system", "auxiliary"], raw: int) -> None:
+    if ctx.usage is not None and raw:
+        ctx.adjust_usage(component, -raw)
+
+
+def _is_recall(m: BaseMessage) -> bool:
+    marks = m.additional_kwargs.get(KEY)
+    return is_ephemeral(m) and isinstance(marks, dict) and "recall" in marks
+
+
+def _stable(block: BaseMessage) -> BaseMessage:
+    """The recall block as stable context: same text, no longer marked ephemeral."""
+    marks = {k: v for k, v in block.additional_kwargs.get(KEY, {}).items() if k != "ephemeral"}
+    return SystemMessage(block.content, id=block.id, additional_kwargs={KEY: marks})
+
+
+def _fits(ctx: CallContext, fresh_raw: int) -> bool:
+    """Whether the prompt, with the kept block (reserved) instead of this call's
+    block (``fresh_raw`` tokens), stays under the red line."""
+    if ctx.usage is None:
+        return True
+    return ctx.usage.total - ctx.session.calibration.apply(fresh_raw) <= ctx.budget.red_line
 
 
 def check_placement(value: object, field: str) -> Placement:

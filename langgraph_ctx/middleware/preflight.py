@@ -182,7 +182,9 @@ class PreflightCheck(Middleware):
             if value:
                 aux += ctx.counter.count_text(json.dumps(value, default=str))
         return {
-            "system": in_state + prompt,
+            # A layer's standing addition (a kept recall block) joins the system
+            # message: counted there, so that compression makes room for it.
+            "system": in_state + prompt + sum(session.reserved.values()),
             "messages": history - in_state,
             "tools": tools,
             "auxiliary": aux,

@@ -93,6 +93,10 @@ class SessionTokens:
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     scratch: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Per-session notes a middleware keeps between calls (in memory only)."""
+    reserved: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Raw tokens a layer adds to every prompt of the session after pre-flight ran
+    (a kept recall block, merged into the system message), by layer: pre-flight
+    counts them as system content, so that compression makes room for them."""
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -1,7 +1,8 @@
 """Long-term memory and the text tools that rank it.
 
 ``memory``: :class:`MemoryBank`, four levels of memory in a LangGraph store,
-scoped per user or tenant. ``index``: lexical search kept up to date on write
+scoped per user or tenant, in any store or in the running graph's
+(:class:`RuntimeStore`, for LangGraph Server). ``index``: lexical search kept up to date on write
 (:class:`LexicalIndex`, the :class:`TextIndex` protocol, and the MaxScore rounds
 the SQL backends share), used by the memory bank and the archive. ``text``: the
 package's one text module (words, terms, the stop list, the sentence splitter
@@ -18,6 +19,7 @@ from langgraph_ctx.retrieval.memory import (
     SessionSummary,
     remember_tool,
 )
+from langgraph_ctx.retrieval.runtime_store import RuntimeStore
 
 __all__ = [
     "Doc",
@@ -26,6 +28,7 @@ __all__ = [
     "Memory",
     "MemoryBank",
     "MemoryOptions",
+    "RuntimeStore",
     "SessionSummary",
     "TextIndex",
     "remember_tool",
