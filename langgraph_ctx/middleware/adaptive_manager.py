@@ -60,8 +60,8 @@ from langgraph_ctx.edits import (
 )
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import pin
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.strategies import (
     NOTE_TITLE,
@@ -76,17 +76,11 @@ NOTE_ID = "lgctx-working-note"
 NOTE_PLACEHOLDER = f"{NOTE_TITLE}\n(nothing recorded yet)"
 
 
-class AdaptiveContextManager(Middleware):
+class AdaptiveContextManager(ContextStrategy):
     """Runs an AdaCoM manager before the agent's call and applies its edits."""
 
     name = "adacom"
-    priority = 30
-    """Compression's slot: after pre-flight (its trigger) and tool eviction, before
-    recall, whose ephemeral block must never reach the persisted rewrite."""
     default_nodes = ("call_llm",)
-    requires = (PreflightCheck,)
-    reads = ("messages",)
-    writes = ("messages", "context_ledger")
 
     def __init__(
         self,

@@ -50,16 +50,13 @@ from langgraph_ctx._checks import check_bool, check_has, check_int, check_number
 from langgraph_ctx.compression import _prepare
 from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, note, protected_ids
 from langgraph_ctx.markers import KEY, pin
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.strategies import (
+from langgraph_ctx.strategies.arc import (
     ArcManager,
-    ChatModelArcManager,
     ChecklistItem,
     Folded,
-    FoldSettings,
-    OfflineArcManager,
-    StallState,
     UpdateRequest,
     afold,
     fold,
@@ -68,6 +65,9 @@ from langgraph_ctx.strategies import (
     render_memory,
     stamped,
 )
+from langgraph_ctx.strategies.arc_model import ChatModelArcManager
+from langgraph_ctx.strategies.arc_offline import OfflineArcManager
+from langgraph_ctx.strategies.arc_signals import FoldSettings, StallState
 
 CHECKLIST_ID = "lgctx-arc-checklist"
 MEMORY_ID = "lgctx-arc-memory"
@@ -75,16 +75,12 @@ _JOB = "arc:job"
 """The session scratch key of the fold under way (memory only)."""
 
 
-class ReflectiveContextManager(Middleware):
+class ReflectiveContextManager(ContextStrategy):
     """Keeps ARC's checklist and interaction memory; the actor sees the last interaction raw."""
 
     name = "arc"
-    priority = 30
-    """Compression's slot, as AdaCoM's: after pre-flight and tool eviction, before
-    recall, whose ephemeral block must never reach the persisted rewrite."""
     default_nodes = ("call_llm",)
-    reads = ("messages",)
-    writes = ("messages", "context_ledger")
+    requires = ()  # folds every turn, whatever the zone
 
     def __init__(
         self,

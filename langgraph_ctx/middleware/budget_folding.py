@@ -48,11 +48,11 @@ from pydantic import ValidationError
 
 from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.middleware.compression import TieredCompression
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.strategies import (
+from langgraph_ctx.strategies.bacm import (
     FOLD_TOOL,
     BudgetState,
     ChatModelFoldPolicy,
@@ -61,24 +61,18 @@ from langgraph_ctx.strategies import (
     FoldPolicy,
     FoldRefused,
     FoldRequest,
-    OfflineFoldPolicy,
     commit_blocks,
     fold_kind,
     fold_ops,
     fold_tool,
 )
+from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
 
 
-class BudgetAwareFolding(Middleware):
+class BudgetAwareFolding(ContextStrategy):
     """Shows the agent its budget state and folds its past steps to keep it."""
 
     name = "bacm"
-    priority = 30
-    """Compression's slot: after pre-flight, before recall and placement."""
-    default_nodes = ("call_llm", "think")
-    requires = (PreflightCheck,)
-    reads = ("messages",)
-    writes = ("messages", "context_ledger")
 
     def __init__(
         self,

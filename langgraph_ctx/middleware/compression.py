@@ -73,8 +73,8 @@ from langgraph_ctx.markers import (
     is_summary,
     summary_info,
 )
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
+from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.tokens import TokenCounter
 
@@ -104,16 +104,10 @@ def _note_fallback(reason: str, exc: BaseException | None) -> None:
         sink.append(reason if exc is None else f"{reason}: {type(exc).__name__}: {exc}")
 
 
-class TieredCompression(Middleware):
+class TieredCompression(ContextStrategy):
     """Compresses old history into ``[Conversation Summary]`` messages, incrementally."""
 
     name = "compression"
-    priority = 30
-    default_nodes = ("call_llm", "think")
-    requires = (PreflightCheck,)
-    """Its trigger is pre-flight's zone, and its target the room the report leaves."""
-    reads = ("messages",)
-    writes = ("messages", "context_ledger")
 
     def __init__(
         self,

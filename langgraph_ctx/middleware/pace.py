@@ -34,8 +34,8 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_ctx._checks import check_has
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.strategies.pace import (
     FULL,
     LEVELS,
@@ -62,16 +62,11 @@ KEYS_PER_CALL = 64
 up over a few calls; a step not keyed yet weighs as the average)."""
 
 
-class PredictiveExtraction(Middleware):
+class PredictiveExtraction(ContextStrategy):
     """Assembles each model call's context from the steps at PACE's granularities."""
 
     name = "pace"
-    priority = 30
-    """Compression's slot: after pre-flight, before recall and placement."""
-    default_nodes = ("call_llm", "think")
-    requires = (PreflightCheck,)
-    reads = ("messages",)
-    writes = (CHANNEL, "context_ledger")
+    writes = (CHANNEL, "context_ledger")  # the history itself is never rewritten
 
     def __init__(
         self,
