@@ -25,6 +25,7 @@ every step alike).
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Any
 
@@ -212,11 +213,16 @@ class PredictiveExtraction(ContextStrategy):
             levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
         else:
             levels = fit(select(weights, limits), table, weights, budget - fixed)
-        chosen = table[np.arange(len(scored)), levels]
-        sent = fixed + int(chosen[chosen > 0].sum())
-        session.previous_tokens = sent
         messages = session.assemble(view["messages"], scored, levels.tolist())
-        ctx.adjust_usage("messages", sent - session.total)
+        # Counted, not estimated from the table: the prompt ceiling trusts the usage
+        # report a strategy leaves when it is clearly under the limit. Cached counts,
+        # and the condensed runs are new messages of a few tokens each.
+        sent = sum(map(ctx.session.cache.count_of, messages))
+        session.previous_tokens = sent
+        # Against what pre-flight measured (its view may differ from the steps': a
+        # repaired pair), so that the report stays exact.
+        measured = math.ceil(report.used.get("messages", 0) / calibration)
+        ctx.adjust_usage("messages", sent - measured)
         counts = np.bincount(levels, minlength=len(LEVELS))
         data: dict[str, Any] = {
             "steps": len(session.steps),
