@@ -157,7 +157,8 @@ def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:
     del msgs
     gc.collect()
     assert probe() is None  # its messages were let go
-    assert len(idle._keys) == 100  # its counts were not: the next call costs no tokenizing
+    assert idle.messages == 100  # its counts were not: the next call costs no tokenizing
+    assert idle.nbytes() < 1_024  # one block summary and 36 tail counts, no memo
     again = history(50)
     assert idle.total(again) == exact.count_messages(again) and idle.counted == 100
 
