@@ -6,6 +6,8 @@ provider adapters do not forward unknown ``additional_kwargs`` keys.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -36,6 +38,27 @@ def is_pinned(message: BaseMessage) -> bool:
 def is_summary(message: BaseMessage) -> bool:
     """Whether ``message`` is a compression summary."""
     return "summary" in _marks(message)
+
+
+def last_summary_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the last compression summary in ``messages``, -1 if none.
+
+    Summaries are system messages: the roles are read in one C-level pass and
+    only system messages are looked at one by one, so a long history costs a
+    fraction of calling :func:`is_summary` on each message.
+    """
+    roles = list(map(_ROLE, messages))
+    last, i = -1, -1
+    while True:
+        try:
+            i = roles.index("system", i + 1)
+        except ValueError:
+            return last
+        if is_summary(messages[i]):
+            last = i
+
+
+_ROLE = attrgetter("type")
 
 
 def summary_info(message: BaseMessage) -> dict[str, Any] | None:

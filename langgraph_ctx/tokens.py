@@ -124,6 +124,12 @@ def message_text(message: BaseMessage) -> tuple[str, int]:
     return text, flat
 
 
+SHORT_TEXT = 1_000
+"""Texts up to this many characters have their counts kept by :class:`TokenCounter`."""
+SHORT_TEXTS = 4_096
+"""How many short texts' counts a :class:`TokenCounter` keeps (at most about 5 MB)."""
+
+
 class TokenCounter:
     """Counts tokens exactly with tiktoken when an encoding loads, else estimates.
 
@@ -135,6 +141,9 @@ class TokenCounter:
 
     def __init__(self, encoding: str | None = "cl100k_base") -> None:
         self.encoding = load_encoding(encoding) if encoding else None
+        # Short texts come back call after call (recall's lines, tool schemas, a
+        # system prompt): their counts are kept, at most SHORT_TEXTS of them.
+        self._short: dict[str, int] = {}
         if encoding and self.encoding is None and not TokenCounter._warned:
             TokenCounter._warned = True
             logger.warning(
@@ -152,9 +161,20 @@ class TokenCounter:
     def count_text(self, text: str) -> int:
         if not text:
             return 0
+        short = len(text) <= SHORT_TEXT
+        if short:
+            count = self._short.get(text)
+            if count is not None:
+                return count
         if self.encoding is not None:
-            return len(self.encoding.encode_ordinary(text))
-        return estimate_tokens(text)
+            count = len(self.encoding.encode_ordinary(text))
+        else:
+            count = estimate_tokens(text)
+        if short:
+            if len(self._short) >= SHORT_TEXTS:
+                self._short.clear()  # a recount, not a leak
+            self._short[text] = count
+        return count
 
     def count_message(self, message: BaseMessage) -> int:
         text, flat = message_text(message)

@@ -29,7 +29,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._checks import check_instance, check_int, check_str, check_timeout
-from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
+from langgraph_ctx.markers import (
+    KEY,
+    RECALL_PREFIX,
+    is_ephemeral,
+    is_summary,
+    last_summary_index,
+    summary_body,
+)
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
@@ -230,8 +237,7 @@ def insert_at(messages: Sequence[BaseMessage]) -> int:
     i = 0
     while i < len(messages) and messages[i].type == "system" and not is_ephemeral(messages[i]):
         i += 1
-    last_summary = max((j for j, m in enumerate(messages) if is_summary(m)), default=-1)
-    return max(i, last_summary + 1)
+    return max(i, last_summary_index(messages) + 1)
 
 
 def _block(lines: Sequence[str]) -> SystemMessage:
