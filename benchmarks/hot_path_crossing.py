@@ -84,9 +84,9 @@ class Replay:
         self.seen = 0
 
     def _node(self, state: Any) -> dict[str, Any]:
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall = hot_path._cpu(), time.perf_counter()
         time.sleep(self.latency)  # the model thinking: when a summary is prepared
-        hot_path._node_cpu[:] = [time.process_time() - cpu, time.perf_counter() - wall]
+        hot_path._node_cpu[:] = [hot_path._cpu() - cpu, time.perf_counter() - wall]
         return {"messages": [self.reply]}
 
     def step(self, inputs: list[BaseMessage], reply: AIMessage) -> None:
