@@ -48,7 +48,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from preflight_cost import message_stream
 
-from langgraph_ctx import Budget, Pipeline
+from langgraph_ctx import Budget, Pipeline, tokens
 from langgraph_ctx._workers import POOL
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -375,10 +375,13 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
         grown = _rss() - base
         live = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        cache = 0
+        idle: list[int] = []
+        active: list[int] = []
         if pipeline is not None:
-            cache = sum(s.cache.nbytes() for s in pipeline._sessions.values())
-        print(json.dumps({"rss": grown, "cache": cache, "live": live}))
+            for session in pipeline._sessions.values():
+                held = active if id(session.cache) in tokens._active else idle
+                held.append(session.cache.nbytes())
+        print(json.dumps({"rss": grown, "live": live, "idle": idle, "active": active}))
 
 
 def _rss() -> int:
@@ -397,34 +400,36 @@ def rss_section(threads: int, size: int) -> list[str]:
         out[attached] = json.loads(proc.stdout.strip().splitlines()[-1])
     extra = out[True]["rss"] - out[False]["rss"]
     live = out[True]["live"] - out[False]["live"]
+    idle, active = out[True]["idle"], out[True]["active"]
     return [
         f"{threads} threads of {size:,} messages, 2 turns each, one process per row "
         "(RSS growth from the first invoke to the end, after `gc.collect()`):",
         "",
         *table(
-            ["graph", "RSS growth MB", "live Python heap MB", "token caches, own accounting"],
+            ["graph", "RSS growth MB", "live Python heap MB"],
             [
                 [
                     "without the pipeline",
                     f"{out[False]['rss'] / 1e6:.1f}",
                     f"{out[False]['live'] / 1e6:.2f}",
-                    "-",
                 ],
                 [
                     "with the pipeline",
                     f"{out[True]['rss'] / 1e6:.1f}",
                     f"{out[True]['live'] / 1e6:.2f}",
-                    f"{out[True]['cache'] / 1e3:.1f} KB",
                 ],
             ],
         ),
         "",
-        f"Live heap held by the pipeline (traced allocations still alive at the end, "
-        f"`tracemalloc`): {live / 1e6:.2f} MB, {live / threads / 1e3:.0f} KB per session on "
-        f"average over {threads} sessions, of which {ACTIVE_SESSIONS} are active (they keep "
-        "their last call's message objects and a count map: the identity fast path) and "
-        f"the rest idle (16 bytes a message). The token caches' own accounting: "
-        f"{out[True]['cache'] / threads / 1e3:.1f} KB per session. RSS grew "
+        "Token caches, their own accounting (`MessageTokenCache.nbytes`): "
+        f"{len(idle)} idle sessions hold {statistics.mean(idle) / 1e3:.2f} KB each "
+        "(block hashes and running totals, the last partial block: no message object, no "
+        f"memo); the {len(active)} active ones (the {ACTIVE_SESSIONS} most recently used in "
+        f"the process) {statistics.mean(active) / 1e3:.0f} KB each, their key -> count memo "
+        "included. Live heap held by the pipeline (traced allocations still alive at the "
+        f"end, `tracemalloc`): {live / 1e6:.2f} MB, {live / threads / 1e3:.0f} KB per "
+        "session on average (besides the caches: each session's calibration, scratch and "
+        "lock, and the pipeline's shared count memos). RSS grew "
         f"{extra / 1e6:.1f} MB more with the pipeline ({extra / threads / 1e3:.0f} KB per "
         "session); RSS is page-granular and keeps what the allocator freed but did not "
         "return, so the traced heap is the measure of what is held.",
@@ -438,7 +443,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-pg", action="store_true")
-    ap.add_argument("--pg-max", type=int, default=10_000, help="largest size on PostgreSQL")
+    ap.add_argument("--pg-max", type=int, default=100_000, help="largest size on PostgreSQL")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--rss-child", default=None)
     ap.add_argument("--threads", type=int, default=20)
@@ -480,15 +485,19 @@ def main() -> None:
             + ", ".join(f"{turns[s]} turns at {s:,}" for s in sizes)
             + " messages. `ours`: PreflightCheck + TieredCompression (not compressing) + "
             "ToolEviction (60-tool registry, `tools=registry.bound`); `ours + recall` adds "
-            f"MemoryRecall over {MEMORIES:,} memories (lexical, in-memory store). Their own "
-            "time: the wrapped node minus the node inside it (process CPU, so recall's "
-            "timeout thread counts). The peers run "
-            "inside a node of their own graph, on the messages the checkpointer just "
-            "loaded. The bare step is the whole `invoke` (process CPU); "
-            "`step with ours` is the whole `invoke` of the graph with `ours`. `ours` includes "
-            "freeing the previous step's message objects, which the token cache of an active "
-            "session holds for its identity fast path (without it, the framework frees them "
-            "at the end of its own step)."
+            f"MemoryRecall over {MEMORIES:,} memories (lexical, in-memory store). Each turn "
+            "brings the next user message with the tool exchange before it, so tool pairs "
+            "stay whole. CPU is the CPU time of the thread running the node plus that of the "
+            "jobs it hands the package's pool (recall's search): not the process's, which "
+            "also counts LangGraph's background thread writing the previous checkpoint "
+            "meanwhile. Pre-flight: its whole `before` hook (the history's token total, the "
+            "tool-pair check, the usage report). `ours`: the wrapped node minus the node "
+            "inside it (session lookup, every layer, the merge). The peers run inside a "
+            "node of their own graph, on the messages the checkpointer just loaded, taking "
+            "turns at touching them first (the first to touch freshly loaded messages pays "
+            "their cache misses; pre-flight is always first in its graph). The bare step is "
+            "the whole `invoke` (process CPU); `step with ours` is the whole `invoke` of the "
+            "graph with `ours`."
             + (f" PostgreSQL up to {args.pg_max:,} messages." if not args.no_pg else ""),
             "",
             *cost_section({k: results[k] for k in order}),
