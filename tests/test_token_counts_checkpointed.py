@@ -103,7 +103,7 @@ def resume_once(path: str) -> None:
 
 def test_a_fresh_process_resumes_with_exact_counts(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
-    graph, _, seen, conn = build(path)
+    graph, _, _, conn = build(path)
     try:
         graph.update_state(config("t"), {"messages": history(100)}, as_node="call_llm")
         graph.invoke({"messages": [HumanMessage("first", id="q0")]}, config("t"))
