@@ -141,8 +141,8 @@ class TokenCounter:
 
     def __init__(self, encoding: str | None = "cl100k_base") -> None:
         self.encoding = load_encoding(encoding) if encoding else None
-        # Short texts come back call after call (recall's lines, tool schemas, a
-        # system prompt): their counts are kept, at most SHORT_TEXTS of them.
+        # Short texts come back call after call (recall's lines, a system prompt,
+        # a tool schema): their counts are kept, at most SHORT_TEXTS of them.
         self._short: dict[str, int] = {}
         if encoding and self.encoding is None and not TokenCounter._warned:
             TokenCounter._warned = True
@@ -159,26 +159,28 @@ class TokenCounter:
         return self.encoding is not None
 
     def count_text(self, text: str) -> int:
-        if not text:
-            return 0
-        short = len(text) <= SHORT_TEXT
-        if short:
-            count = self._short.get(text)
-            if count is not None:
-                return count
-        if self.encoding is not None:
-            count = len(self.encoding.encode_ordinary(text))
-        else:
-            count = estimate_tokens(text)
-        if short:
+        """Tokens of ``text``; a short one's count is kept, as short texts come back."""
+        if len(text) > SHORT_TEXT:
+            return self._tokenize(text)
+        count = self._short.get(text)
+        if count is None:
             if len(self._short) >= SHORT_TEXTS:
                 self._short.clear()  # a recount, not a leak
-            self._short[text] = count
+            count = self._short[text] = self._tokenize(text)
         return count
 
     def count_message(self, message: BaseMessage) -> int:
+        # Not through the short-text memo: a message is counted once per session
+        # (MessageTokenCache), and would only push out what does come back.
         text, flat = message_text(message)
-        return self.count_text(text) + flat + MESSAGE_OVERHEAD
+        return self._tokenize(text) + flat + MESSAGE_OVERHEAD
+
+    def _tokenize(self, text: str) -> int:
+        if not text:
+            return 0
+        if self.encoding is not None:
+            return len(self.encoding.encode_ordinary(text))
+        return estimate_tokens(text)
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         return sum(self.count_message(m) for m in messages)
