@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import time
 from collections import Counter
@@ -44,12 +43,13 @@ from retention import (
     _scripted,
     _stateless,
     count,
+    limits_for,
     run_langmem,
     run_ours,
     run_summarization_mw,
 )
 
-from langgraph_ctx import AdaptiveContextManager, Budget, ContextState, Pipeline, PreflightCheck
+from langgraph_ctx import AdaptiveContextManager, ContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
@@ -67,14 +67,7 @@ class CountingPolicy(OfflinePolicy):
 
 def run_adacom(s: Session, budget: int) -> Result:
     """The same budget as ``run_ours``; AdaCoM's offline manager in compression's place."""
-    system = count(_head(s))
-    window = math.ceil((system + budget) / 0.85)
-    spare = window - system - budget
-    sizes = {"system": system, "messages": budget, "tools": 0, "auxiliary": 0}
-    limits = Budget(
-        window=window, **sizes, output_reserve=spare - spare // 3, safety_margin=spare // 3
-    )
-    model, policy = _scripted(s), CountingPolicy()
+    policy = CountingPolicy()
     manager = AdaptiveContextManager(
         manager=policy,
         every=1,
@@ -84,17 +77,24 @@ def run_adacom(s: Session, budget: int) -> Result:
         extract_tokens=budget // 8,
         timeout=None,
     )
+    result = replay(s, budget, manager)
+    result.summaries = ["manager"] * policy.calls  # counted as its "calls"
+    return result
+
+
+def replay(s: Session, budget: int, strategy: Any) -> Result:
+    """``s`` through pre-flight and ``strategy`` (a middleware), with ``run_ours``'s budget."""
+    limits = limits_for(s, budget)
+    model = _scripted(s)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     builder.add_edge("call_llm", END)
-    pipeline = Pipeline([PreflightCheck(), manager], budget=limits)
+    pipeline = Pipeline([PreflightCheck(), strategy], budget=limits)
     graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     for i, step in enumerate(s.steps):
         graph.invoke({"messages": [*(_head(s) if i == 0 else ()), *step.inputs]}, CFG)
-    result = _from_calls(model, [])
-    result.summaries = ["manager"] * policy.calls  # counted as its "calls"
-    return result
+    return _from_calls(model, [])
 
 
 STRATEGIES: dict[str, Callable[[Session, int], Result]] = {
@@ -122,15 +122,20 @@ NOTES = [
 ]
 
 
-def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
+def evaluate(
+    sessions: Sequence[Session],
+    label: str,
+    strategies: dict[str, Callable[[Session, int], Result]] | None = None,
+) -> list[list[str]]:
     rows = []
     for budget in BUDGETS:
-        for name, run in STRATEGIES.items():
-            n, peak, seconds = Counter[str](), 0, 0.0
+        for name, run in (strategies or STRATEGIES).items():
+            n, peak, seconds, cpu = Counter[str](), 0, 0.0, 0.0
             for s in sessions:
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 r = run(s, budget)
                 seconds += time.perf_counter() - start
+                cpu += time.process_time() - start_cpu
                 policy = count(_head(s))
                 text = prompt_text(r.final, s.system)
                 n["hits"] += sum(holds(text, p.answers, p.whole_word) for p in s.probes)
@@ -150,44 +155,66 @@ def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
                     f"{peak / budget:.2f}",
                     f"{n['over'] / n['calls']:.0%}",
                     f"{1_000 * seconds / n['calls']:.1f}",
+                    f"{1_000 * cpu / n['calls']:.1f}",
                 ]
             )
             print(f"{label} {budget:,} {name}: {n['hits']}/{n['probes']}", file=sys.stderr)
     return rows
 
 
-def long_horizon() -> list[str]:
-    """The harness's long-horizon workload (--quick: 1,000 turns for ours, the first 300
-    for the others, 128K window) through ours, AdaCoM and no management."""
+def long_horizon(
+    strategies: Sequence[Any] = ("ours", "adacom", "none"), *, quick: bool = True
+) -> list[str]:
+    """The harness's long-horizon workload (10,000 turns for ours, the first 1,000 for
+    the others; quick: 1,000 and 300; 128K window) through ours, AdaCoM and no
+    management (by default)."""
     from harness import run
 
-    results = run(["long"], ["ours", "adacom", "none"], seed=0, quick=True, progress=False)
+    results = run(["long"], list(strategies), seed=0, quick=quick, progress=False)
     text = results.markdown()
     start, end = text.index("### Longevity"), text.index("### Plots")
     body = text[start:end].replace("### ", "#### ").strip().splitlines()
-    return ["### Long horizon (the harness, `--quick`)", "", *body]
+    title = "the harness, `--quick`" if quick else "the harness, full length"
+    return [f"### Long horizon ({title})", "", *body]
+
+
+def replays(first_trial: bool) -> tuple[list[Session], list[Session]]:
+    """The BFCL and tau-bench sessions (exits with the reason if the data is missing)."""
+    try:
+        base = data_dir()
+    except ConfigurationError as exc:
+        sys.exit(str(exc))
+    return bfcl_sessions(base), tau_sessions(base, first_trial_only=first_trial)
+
+
+def replay_tables(
+    bfcl: Sequence[Session],
+    tau: Sequence[Session],
+    strategies: Callable[[str], dict[str, Callable[[Session, int], Result]]],
+) -> list[str]:
+    """Both replay tables; ``strategies(label)`` gives the contestants of each."""
+    head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
+    head += ["peak messages / budget", "calls over budget", "ms per call", "CPU ms per call"]
+    lines = ["### BFCL v4 memory: accepted answers in the final context", ""]
+    lines += table(head, evaluate(bfcl, "bfcl", strategies("bfcl")), left=2)
+    lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
+    lines += table(head, evaluate(tau, "tau", strategies("tau")), left=2)
+    return lines
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--first-trial", action="store_true", help="tau-bench trial 0 only")
     parser.add_argument("--long", action="store_true", help="also the harness's long horizon")
+    parser.add_argument("--quick", action="store_true", help="the long horizon's short form")
     args = parser.parse_args()
     logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
-    try:
-        base = data_dir()
-    except ConfigurationError as exc:
-        sys.exit(str(exc))
-    bfcl, tau = bfcl_sessions(base), tau_sessions(base, first_trial_only=args.first_trial)
-    head = ["budget", "strategy", "present", "tokens sent", "manager/summarizer calls per 100"]
-    head += ["peak messages / budget", "calls over budget", "ms per call"]
+    bfcl, tau = replays(args.first_trial)
     lines = header("AdaCoM (offline policy) against ours and the peers")
-    lines += ["### BFCL v4 memory: accepted answers in the final context", ""]
-    lines += table(head, evaluate(bfcl, "bfcl"), left=2)
-    lines += ["", "### tau-bench airline: gold-action argument values in the final context", ""]
-    lines += table(head, evaluate(tau, "tau"), left=2)
+    lines += replay_tables(bfcl, tau, lambda label: STRATEGIES)
     trials = "trial 0" if args.first_trial else "all 4 trials"
     flags = (" --first-trial" if args.first_trial else "") + (" --long" if args.long else "")
+    flags += " --quick" if args.quick else ""
     lines += [
         "",
         f"BFCL: {len(bfcl)} sessions; tau-bench: {len(tau)} trajectories ({trials}). "
@@ -195,7 +222,7 @@ def main() -> None:
     ]
     lines += ["", *NOTES]
     if args.long:
-        lines += ["", *long_horizon()]
+        lines += ["", *long_horizon(quick=args.quick)]
     emit("adacom", lines)
 
 

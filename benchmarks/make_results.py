@@ -22,11 +22,22 @@ ORDER = [  # (file stem, what it answers, issue)
     ("harness", "The harness: strategies x workloads, longevity", 7),
     ("recall", "Memory recall latency and BFCL answer recall", 8),
     ("fuzz", "Random sessions: no orphan, task kept, prompt within its limit, nothing lost", 16),
+    (
+        "timeouts",
+        "A process with hung summarizer and manager calls exits once its graph returns",
+        16,
+    ),
     ("adacom", "AdaCoM's offline policy vs ours and the peers on BFCL / tau-bench", 17),
+    ("bacm", "BACM's offline folding rule vs ours and the peers at 8K / 4K / 2K", 19),
+    ("pace", "PACE (MiniLM and lexical) vs ours and the peers; longevity; cost per call", 20),
+    ("arc", "ARC's offline manager vs ours and the peers; reflection on a stall workload", 18),
     ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
     ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
     ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),
+    ("retention_recall", "BFCL / tau-bench with the question asked: recall from the archive", 14),
+    ("recall_latency", "Recall end to end at 1K-100K archived messages and memories", 14),
+    ("long_recall", "The 10,000-turn long-horizon probes with recall from the archive", 14),
 ]
 
 

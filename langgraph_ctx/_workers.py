@@ -23,10 +23,15 @@ import concurrent.futures
 import contextvars
 import queue
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, TypeVar
+
+from typing_extensions import ParamSpec
 
 T = TypeVar("T")
+S = TypeVar("S")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 WORKERS = 4
 """Most threads the pool runs at once."""
@@ -94,6 +99,18 @@ def call_with_timeout(fn: Callable[[], T], timeout: float) -> T:
         raise TimeoutError(f"no answer within {timeout} s") from None
 
 
+def native_async(model: Any) -> bool:
+    """Whether a chat model has its own async generation. LangChain runs one that
+    has none (its ``ainvoke``) in the event loop's default executor, where a hung
+    call outlives any timeout: such a model's sync form goes to :data:`POOL`."""
+    from langchain_core.language_models import BaseChatModel
+
+    cls = type(model)
+    return cls._agenerate is not BaseChatModel._agenerate or (
+        cls._astream is not BaseChatModel._astream
+    )
+
+
 async def acall_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
     """Await ``fn()`` run in :data:`POOL` (a sync-only client under ``ainvoke``),
     never in the event loop's default executor."""
@@ -103,3 +120,21 @@ async def acall_with_timeout(fn: Callable[[], T], timeout: float | None) -> T:
     except asyncio.TimeoutError:
         future.cancel()
         raise TimeoutError(f"no answer within {timeout} s") from None
+
+
+def in_thread(
+    method: Callable[Concatenate[S, P], R],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """The async twin of ``method``: the same call, in a worker thread.
+
+    ``aput = in_thread(put)`` in a class body: the event loop never waits on a
+    lock or on disk, and the logic is written once.
+    """
+
+    async def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    twin.__name__ = f"a{method.__name__}"
+    twin.__qualname__ = twin.__qualname__.replace("twin", twin.__name__)
+    twin.__doc__ = f"Async :meth:`{method.__name__}` (in a worker thread)."
+    return twin

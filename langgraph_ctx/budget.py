@@ -90,6 +90,10 @@ class Budget:
     """Buffer against counting error. Never lent to other components."""
     zones: Zones = field(default_factory=Zones)
     """Utilization thresholds for this model."""
+    messages_cap: bool = False
+    """Whether ``messages`` is a hard cap rather than a share: never lent other
+    components' surplus, so compression starts when the messages pass it and
+    brings them well under it (see :meth:`for_messages`)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -97,6 +101,12 @@ class Budget:
             if f.name == "zones":
                 if not isinstance(value, Zones):
                     raise ConfigurationError("Budget.zones", f"expected Zones, got {value!r}")
+                continue
+            if f.name == "messages_cap":
+                if not isinstance(value, bool):
+                    raise ConfigurationError(
+                        "Budget.messages_cap", f"expected a bool, got {value!r}"
+                    )
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigurationError(f"Budget.{f.name}", f"expected an int, got {value!r}")
@@ -121,6 +131,22 @@ class Budget:
             raise ConfigurationError("Budget.window", f"must be a positive int, got {window!r}")
         scaled = {k: window * v // _REFERENCE_WINDOW for k, v in _REFERENCE.items()}
         return cls(window=window, **{**scaled, **overrides})
+
+    @classmethod
+    def for_messages(
+        cls, messages: int, *, window: int = _REFERENCE_WINDOW, **overrides: Any
+    ) -> Budget:
+        """Messages get ``messages`` tokens, and that is what they get.
+
+        The other shares are :meth:`for_window`'s for ``window``; ``messages`` is
+        a hard cap (:attr:`messages_cap`): it is both the trigger (compression
+        runs once the messages pass it, whatever the other components leave
+        unused) and the target (compression brings them to its
+        ``target_utilization`` share of it, so many turns fit before the next).
+        """
+        if isinstance(messages, bool) or not isinstance(messages, int) or messages <= 0:
+            raise ConfigurationError("Budget.messages", f"must be a positive int, got {messages!r}")
+        return cls.for_window(window, **{**overrides, "messages": messages, "messages_cap": True})
 
     @classmethod
     def from_model(
@@ -167,11 +193,14 @@ class Budget:
 
 
 def rebalance(
-    allocation: Mapping[Component, int], used: Mapping[Component, int]
+    allocation: Mapping[Component, int],
+    used: Mapping[Component, int],
+    receivers: tuple[Component, ...] = REBALANCE_ORDER,
 ) -> dict[Component, int]:
     """Lend under-used components' surplus to the ones over their share.
 
-    Receivers are served in :data:`REBALANCE_ORDER`, each up to its deficit.
+    Receivers are served in ``receivers`` order (:data:`REBALANCE_ORDER`), each
+    up to its deficit.
     Donors give in proportion to their surplus, so the total stays the same.
     Reserve and margin are not part of ``allocation`` and so are never touched.
     """
@@ -181,7 +210,7 @@ def rebalance(
     pool = sum(surplus.values())
     result = dict(allocation)
     lent = 0
-    for c in REBALANCE_ORDER:
+    for c in receivers:
         deficit = used.get(c, 0) - allocation[c]
         if deficit > 0 and pool > lent:
             take = min(deficit, pool - lent)
@@ -258,7 +287,7 @@ def measure(
     utilization = total / budget.window
     return UsageReport(
         used=dict(used),
-        allocation=rebalance(budget.allocation(), used),
+        allocation=rebalance(budget.allocation(), used, _receivers(budget)),
         total=total,
         window=budget.window,
         utilization=utilization,
@@ -267,3 +296,9 @@ def measure(
         calibration=calibration,
         raw_total=total if raw_total is None else raw_total,
     )
+
+
+def _receivers(budget: Budget) -> tuple[Component, ...]:
+    if budget.messages_cap:  # a hard cap is never lent surplus
+        return tuple(c for c in REBALANCE_ORDER if c != "messages")
+    return REBALANCE_ORDER

@@ -40,22 +40,29 @@ def is_summary(message: BaseMessage) -> bool:
     return "summary" in _marks(message)
 
 
-def last_summary_index(messages: Sequence[BaseMessage]) -> int:
-    """The index of the last compression summary in ``messages``, -1 if none.
+def summary_indexes(messages: Sequence[BaseMessage]) -> list[int]:
+    """The indexes of the compression summaries in ``messages``, in order.
 
     Summaries are system messages: the roles are read in one C-level pass and
     only system messages are looked at one by one, so a long history costs a
     fraction of calling :func:`is_summary` on each message.
     """
     roles = list(map(_ROLE, messages))
-    last, i = -1, -1
+    found: list[int] = []
+    i = -1
     while True:
         try:
             i = roles.index("system", i + 1)
         except ValueError:
-            return last
+            return found
         if is_summary(messages[i]):
-            last = i
+            found.append(i)
+
+
+def last_summary_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the last compression summary in ``messages``, -1 if none."""
+    found = summary_indexes(messages)
+    return found[-1] if found else -1
 
 
 _ROLE = attrgetter("type")

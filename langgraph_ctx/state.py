@@ -107,6 +107,9 @@ class ContextState(TypedDict, total=False):
     """Session metadata: user, task, configuration."""
     context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
     """What the context manager did, bounded."""
+    pace_chunks: Annotated[dict[str, Any], merge_dicts]
+    """PACE's per-step records for resume (key vector, summaries), by step id.
+    Empty unless ``strategy="pace"``."""
 
 
 def declaration(key: str) -> str:

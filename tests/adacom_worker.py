@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -90,6 +92,13 @@ def drive(graph: Any, upto: int = TURNS) -> None:
     done = int((graph.get_state(config).values.get("session") or {}).get("turns", 0))
     for i in range(done, upto):
         graph.invoke(turn(i), config)
+
+
+def run_killed(module: str, dir: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m module --dir dir *args`` from the repo root, to be SIGKILLed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", module, "--dir", dir, *args]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
 
 
 def main() -> None:

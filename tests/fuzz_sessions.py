@@ -2,12 +2,15 @@
 every model call. Shared by the fuzz test (a CI-sized run) and
 ``benchmarks/fuzz.py`` (the long run).
 
-A session is drawn from a seed: a window, a random order of middleware around
-pre-flight and compression, and a sequence of steps a new user (or a sloppy
-server) produces: plain, CJK and emoji text; multimodal content blocks; tool
-exchanges with unique or reused (``call_0``) ids, parallel calls, results out of
-order or before their call, a lost result, a result with no call, results larger
-than the whole window; and ``RemoveMessage`` from the user's own node.
+A session is drawn from a seed and a strategy (every name in the agent's
+``strategy=`` registry, :data:`~langgraph_ctx.agent.STRATEGIES`, so a strategy
+added there is fuzzed too): a window, a provider placement, a random order of
+middleware around pre-flight, the strategy and placement, sync or async runs,
+and a sequence of steps a new user (or a sloppy server) produces: plain, CJK
+and emoji text; multimodal content blocks; tool exchanges with unique or reused
+(``call_0``) ids, parallel calls, results out of order or before their call, a
+lost result, a result with no call, results larger than the whole window; and
+``RemoveMessage`` from the user's own node.
 
 Invariants, at every call the model receives:
 
@@ -19,13 +22,17 @@ Invariants, at every call the model receives:
   the user is in the active state or the archive.
 
 A prompt that cannot fit (pinned content over the limit) may be refused with
-``BudgetExceededError``, but only before the model is called.
+``BudgetExceededError``, but only before the model is called, and only when
+the pinned messages alone (the task, pinned messages) are over the limit: any
+other refusal is a violation.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -47,17 +54,20 @@ from langgraph_ctx import (
     ContextState,
     Pipeline,
     PreflightCheck,
-    TieredCompression,
+    ProviderPlacement,
     as_middleware,
     call_llm_node,
+    is_pinned,
     pin,
 )
+from langgraph_ctx.agent import STRATEGIES, strategy_middleware
+from langgraph_ctx.middleware.placement import PLACEMENTS
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
 COUNTER = TokenCounter()
-WINDOWS = (3_000, 4_000, 8_000)
+WINDOWS = (2_000, 3_000, 4_000)
 WORDS = [
     "invoice",
     "INV-2041",
@@ -104,11 +114,14 @@ class Outcome:
     """One session's result."""
 
     seed: int
+    strategy: str = ""
     calls: int = 0
     steps: int = 0
     refused: int = 0
     violations: list[str] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)
+    ledger: Counter[str] = field(default_factory=Counter)
+    """How many of each ledger event of interest (what the ceiling did)."""
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -150,8 +163,10 @@ def _tool_step(rng: random.Random, ids: _Ids, reuse: bool, kinds: set[str]) -> l
     ai = AIMessage(_text(rng, rng.randint(0, 6)), tool_calls=calls, id=ids("c"))
     results: list[BaseMessage] = []
     for call in calls:
-        size = rng.choice((3, 10, 40, 150)) if rng.random() < 0.9 else rng.choice((900, 2_500))
-        if size >= 900:
+        # Rows of ~25 tokens: 150 rows (3.6K tokens) are over the smallest window,
+        # 400 (10K) over every window.
+        size = rng.choice((3, 10, 20, 40)) if rng.random() < 0.92 else rng.choice((150, 400))
+        if size >= 150:
             kinds.add("oversized")
         results.append(ToolMessage(_rows(rng, size), tool_call_id=call["id"], id=ids("r")))
     roll = rng.random()
@@ -172,12 +187,24 @@ def _tool_step(rng: random.Random, ids: _Ids, reuse: bool, kinds: set[str]) -> l
     return [ai, *results]
 
 
-def build(seed: int) -> tuple[Any, ScriptedChatModel, TieredCompression, Budget, list[str]]:
+@dataclass
+class Session:
+    """One fuzzed graph and what the checks need from it."""
+
+    graph: Any
+    model: ScriptedChatModel
+    archive: InMemoryArchive
+    budget: Budget
+    order: list[str]
+    """The user layers' names, each time one ran."""
+
+
+def build(seed: int, strategy: str = "tiered") -> Session:
     rng = random.Random(seed)
     window = rng.choice(WINDOWS)
     budget = Budget.for_window(window)
     model = ScriptedChatModel(default="ok", report_usage=False)
-    compression = TieredCompression(archive=InMemoryArchive())
+    archive = InMemoryArchive()
     order: list[str] = []
 
     def noted(name: str) -> Any:
@@ -187,13 +214,21 @@ def build(seed: int) -> tuple[Any, ScriptedChatModel, TieredCompression, Budget,
 
         return mw
 
-    # Random priorities around pre-flight (10) and compression (30), ties
-    # included, and a random registration order.
+    # Random priorities around pre-flight (10), the strategy (30) and placement
+    # (1000), ties included, and a random registration order.
     extra = [
-        as_middleware(priority=rng.choice((0, 10, 20, 30, 45)), name=f"user{k}")(noted(f"user{k}"))
+        as_middleware(priority=rng.choice((0, 10, 20, 30, 45, 1000, 2000)), name=f"user{k}")(
+            noted(f"user{k}")
+        )
         for k in range(rng.randint(0, 2))
     ]
-    layers: list[Any] = [PreflightCheck(), compression, *extra]
+    layers: list[Any] = [
+        PreflightCheck(),
+        ProviderPlacement(rng.choice(PLACEMENTS), nodes=["call_llm"]),
+        *extra,
+    ]
+    if strategy != NO_STRATEGY:
+        layers.append(strategy_middleware(strategy, archive=archive, nodes=["call_llm"]))
     rng.shuffle(layers)  # registration order, for ties
     builder = StateGraph(FuzzState)
     builder.add_node("prep", _prep)
@@ -201,7 +236,7 @@ def build(seed: int) -> tuple[Any, ScriptedChatModel, TieredCompression, Budget,
     builder.add_edge(START, "prep")
     builder.add_edge("prep", "call_llm")
     graph = Pipeline(layers, budget=budget).attach(builder).compile(checkpointer=InMemorySaver())
-    return graph, model, compression, budget, order
+    return Session(graph, model, archive, budget, order)
 
 
 def _prep(state: FuzzState) -> dict[str, Any]:
@@ -210,13 +245,28 @@ def _prep(state: FuzzState) -> dict[str, Any]:
     return {"messages": gone, "remove": []}
 
 
-def run_session(seed: int, *, steps: int | None = None) -> Outcome:
-    """Run the session drawn from ``seed``; its outcome, with any violations."""
+NO_STRATEGY = "none"
+"""A pipeline with no strategy at all: pre-flight's ceiling alone keeps the prompt in."""
+FUZZED = (*STRATEGIES, NO_STRATEGY)
+"""What the sessions rotate through: every registered strategy, and none."""
+
+LEDGER_KINDS = ("ceiling_enforced", "tool_pairs_repaired", "context_edit", "compression")
+
+
+def run_session(seed: int, *, steps: int | None = None, strategy: str | None = None) -> Outcome:
+    """Run the session drawn from ``seed`` (and ``strategy``: by default the one of
+    :data:`FUZZED` at ``seed`` modulo its size); its outcome, with any violations."""
+    strategy = strategy or FUZZED[seed % len(FUZZED)]
     rng = random.Random(seed)
-    graph, model, compression, budget, _ = build(seed)
+    session = build(seed, strategy)
+    graph, model = session.graph, session.model
     ids = _Ids(seed)
-    out = Outcome(seed=seed)
-    config = {"configurable": {"thread_id": f"fuzz-{seed}"}}
+    out = Outcome(seed=seed, strategy=strategy)
+    thread = f"fuzz-{seed}"
+    config = {"configurable": {"thread_id": thread}}
+    run_async = rng.random() < 0.25
+    if run_async:
+        out.kinds.add("async")
     reuse = rng.random() < 0.4
     if reuse:
         out.kinds.add("reused_ids")
@@ -224,8 +274,9 @@ def run_session(seed: int, *, steps: int | None = None) -> Outcome:
     added: dict[str, BaseMessage] = {}
     removed: set[str] = set()
     pending: list[BaseMessage] = [task]
-    limit = budget.prompt_limit
-    for step in range(steps or rng.randint(4, 24)):
+    limit = session.budget.prompt_limit
+    active: list[BaseMessage] = []
+    for step in range(steps or rng.randint(4, 12)):
         remove: list[str] = []
         roll = rng.random()
         if step and roll < 0.3:
@@ -243,12 +294,23 @@ def run_session(seed: int, *, steps: int | None = None) -> Outcome:
         if any(isinstance(m.content, list) for m in pending):
             out.kinds.add("multimodal")
         before = len(model.calls)
+        update = {"messages": pending, "remove": remove}
         try:
-            graph.invoke({"messages": pending, "remove": remove}, config)
+            if run_async:
+                asyncio.run(graph.ainvoke(update, config))
+            else:
+                graph.invoke(update, config)
         except BudgetExceededError:
             out.refused += 1
             if len(model.calls) != before:
                 out.violations.append(f"step {step}: refused after the model was called")
+            pinned_tokens = COUNTER.count_messages(
+                [m for m in [*active, *pending] if is_pinned(m) or m.id == "task"]
+            )
+            if pinned_tokens <= limit // 2:
+                out.violations.append(
+                    f"step {step}: refused with {pinned_tokens} pinned tokens of {limit}"
+                )
             break
         finally:
             for m in pending:
@@ -267,11 +329,21 @@ def run_session(seed: int, *, steps: int | None = None) -> Outcome:
             tokens = COUNTER.count_messages(sent)
             if tokens > limit:
                 out.violations.append(f"step {step}: prompt {tokens} > limit {limit}")
-        active = {str(m.id) for m in graph.get_state(config).values["messages"]}
-        thread = f"fuzz-{seed}"
+        values = graph.get_state(config).values
+        active = list(values["messages"])
+        present = {str(m.id) for m in active}
         for mid in added:
-            if mid in removed or mid in active:
+            if mid in removed or mid in present:
                 continue
-            if compression.original(thread, mid) is None:
+            if session.archive.get(thread, mid) is None:
                 out.violations.append(f"step {step}: message {mid} lost")
+    ledger = graph.get_state(config).values.get("context_ledger") or []
+    for entry in ledger:
+        kind = entry["kind"]
+        if kind == "ceiling_enforced":
+            kind = f"ceiling_enforced:{entry['data'].get('scope')}"
+        elif kind == "compression" and entry["data"].get("path") == "ceiling":
+            kind = "compression:ceiling"
+        if kind.split(":")[0] in LEDGER_KINDS:
+            out.ledger[kind] += 1
     return out

@@ -4,16 +4,12 @@ yet checkpointed) resumes from SQLite with nothing lost and nothing applied twic
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 
-from tests.adacom_worker import THREAD, TURNS, drive, session, turn
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.adacom_worker import THREAD, TURNS, drive, run_killed, session, turn
 
 
 def sent_ids(upto: int) -> set[str]:
@@ -28,21 +24,7 @@ def test_sigkill_mid_edit_resumes_with_nothing_lost(tmp_path: Path) -> None:
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()
     clean_dir.mkdir()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.adacom_worker",
-            "--dir",
-            str(killed_dir),
-            "--kill-after",
-            "4",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_killed("tests.adacom_worker", str(killed_dir), "--kill-after", "4")
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     config = {"configurable": {"thread_id": THREAD}}

@@ -4,18 +4,28 @@ model call). The long run is ``benchmarks/fuzz.py``."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz_sessions import provider_rejects, run_session
+from langgraph_ctx.agent import STRATEGIES
+from tests.fuzz_sessions import FUZZED, provider_rejects, run_session
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("strategy", FUZZED)
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(4, 10))
-def test_random_sessions_keep_every_invariant_at_every_call(seed: int, steps: int) -> None:
-    outcome = run_session(seed, steps=steps)
+def test_random_sessions_keep_every_invariant_at_every_call(
+    strategy: str, seed: int, steps: int
+) -> None:
+    outcome = run_session(seed, steps=steps, strategy=strategy)
     assert outcome.calls or outcome.refused  # the session did run
-    assert outcome.violations == [], f"seed {seed}: {outcome.violations}"
+    assert outcome.violations == [], f"{strategy}, seed {seed}: {outcome.violations}"
+
+
+def test_every_registered_strategy_is_fuzzed() -> None:
+    """A strategy added to the agent's registry joins the fuzz suite by itself."""
+    assert set(STRATEGIES) < set(FUZZED)
 
 
 def test_the_orphan_check_catches_both_directions() -> None:

@@ -13,18 +13,23 @@ from typing import Any
 import pytest
 
 from langgraph_ctx import (
+    AdaptiveContextManager,
     Budget,
     ConfigurationError,
     MemoryRecall,
+    Pipeline,
     PreflightCheck,
+    ProviderPlacement,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
+from langgraph_ctx.agent import ThinkSettings, create_context_agent
 from langgraph_ctx.agent.subagents import SubAgentSpec
 from langgraph_ctx.budget import Zones
 from langgraph_ctx.compression.summarizers import ChatModelSummarizer
 from langgraph_ctx.retrieval.memory import MemoryBank
+from langgraph_ctx.strategies import ChatModelManager, OfflinePolicy
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tools import ToolRegistry
 
@@ -96,6 +101,50 @@ CASES: list[tuple[str, Callable[[Any], object], Any]] = [
     ("SubAgentSpec.tools", lambda v: spec(tools=v), ["search"]),
     ("SubAgentSpec.children", lambda v: spec(children=v), ["helper"]),
     ("SubAgentSpec.description", lambda v: spec(description=v), None),
+    ("manager", lambda v: AdaptiveContextManager(manager=v), "gpt-4o-mini"),
+    ("archive", lambda v: AdaptiveContextManager(archive=v), {}),
+    ("every", lambda v: AdaptiveContextManager(every=v), "3"),
+    ("every", lambda v: AdaptiveContextManager(every=v), 0),
+    ("every", lambda v: AdaptiveContextManager(every=v), True),
+    ("utilization", lambda v: AdaptiveContextManager(utilization=v), "0.7"),
+    ("utilization", lambda v: AdaptiveContextManager(utilization=v), 1.5),
+    ("target_utilization", lambda v: AdaptiveContextManager(target_utilization=v), 0),
+    ("extract_threshold", lambda v: AdaptiveContextManager(extract_threshold=v), 2.5),
+    ("extract_tokens", lambda v: AdaptiveContextManager(extract_tokens=v), 10),
+    ("background", lambda v: AdaptiveContextManager(background=v), None),
+    ("timeout", lambda v: AdaptiveContextManager(timeout=v), "30"),
+    ("timeout", lambda v: AdaptiveContextManager(timeout=v), 0),
+    ("preview_chars", lambda v: AdaptiveContextManager(preview_chars=v), -1),
+    ("pin_task", lambda v: AdaptiveContextManager(pin_task=v), 1),
+    ("ChatModelManager.model", lambda v: ChatModelManager(v), "gpt-4o"),
+    ("ChatModelManager.prompt", lambda v: ChatModelManager(MODEL, prompt=v), ""),
+    ("OfflinePolicy.stale_rounds", lambda v: OfflinePolicy(stale_rounds=v), 0),
+    ("OfflinePolicy.keep_rounds", lambda v: OfflinePolicy(keep_rounds=v), "2"),
+    ("OfflinePolicy.note_tokens", lambda v: OfflinePolicy(note_tokens=v), 0),
+    ("OfflinePolicy.fact_tokens", lambda v: OfflinePolicy(fact_tokens=v), 4.5),
+    ("OfflinePolicy.counter", lambda v: OfflinePolicy(counter=v), "cl100k"),
+    ("ProviderPlacement.placement", lambda v: ProviderPlacement(v), "merged"),
+    ("prepare_headroom", lambda v: TieredCompression(prepare_headroom=v), "0.1"),
+    ("prepare_ahead", lambda v: TieredCompression(prepare_ahead=v), "yes"),
+    ("Pipeline.budget", lambda v: Pipeline(budget=v), 128_000),
+    ("Pipeline.counter", lambda v: Pipeline(counter=v), "cl100k"),
+    ("Pipeline.tools", lambda v: Pipeline(tools=v), "search"),
+    ("Pipeline.system_prompt", lambda v: Pipeline(system_prompt=v), 42),
+    ("Pipeline.max_sessions", lambda v: Pipeline(max_sessions=v), 0),
+    ("Pipeline.events", lambda v: Pipeline(events=v), "events.sqlite"),
+    ("ThinkSettings.tau", lambda v: ThinkSettings(tau=v), "0.7"),
+    ("ThinkSettings.max_rounds", lambda v: ThinkSettings(max_rounds=v), 2.0),
+    ("strategy", lambda v: create_context_agent(MODEL, strategy=v), "arc-typo"),
+    ("summary_model", lambda v: create_context_agent(MODEL, summary_model=v), "gpt-4o-mini"),
+    ("system_prompt", lambda v: create_context_agent(MODEL, system_prompt=v), ["Be brief."]),
+    ("budget", lambda v: create_context_agent(MODEL, budget=v), 128_000),
+    ("think", lambda v: create_context_agent(MODEL, think=v), "no"),
+    ("think_settings", lambda v: create_context_agent(MODEL, think_settings=v), {"tau": 1}),
+    ("middleware", lambda v: create_context_agent(MODEL, middleware=v), ["preflight"]),
+    ("always_include", lambda v: create_context_agent(MODEL, always_include=v), "search"),
+    ("state_schema", lambda v: create_context_agent(MODEL, state_schema=v), {"messages": []}),
+    ("placement", lambda v: create_context_agent(MODEL, placement=v), "top"),
+    ("tool_capacity", lambda v: create_context_agent(MODEL, tool_capacity=v), "16"),
 ]
 
 
@@ -121,5 +170,12 @@ def test_the_defaults_are_valid() -> None:
         Budget,
         lambda: ChatModelSummarizer(MODEL),
         spec,
+        AdaptiveContextManager,
+        lambda: AdaptiveContextManager(manager=MODEL),
+        OfflinePolicy,
+        lambda: ProviderPlacement(),
+        Pipeline,
+        ThinkSettings,
+        lambda: create_context_agent(MODEL),
     ):
         make()

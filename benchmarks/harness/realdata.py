@@ -71,6 +71,26 @@ def bfcl_sessions(base: Path) -> list[Session]:
     return sessions
 
 
+def bfcl_questions(base: Path) -> dict[str, str]:
+    """Each BFCL question's text, by id: what the user asks at the end of the session."""
+    questions = _jsonl(base / "bfcl-memory" / "BFCL_v4_memory.json")
+    return {
+        q["id"]: " ".join(m["content"] for turn in q["question"] for m in turn) for q in questions
+    }
+
+
+def tau_questions(base: Path) -> dict[str, str]:
+    """Per trajectory (by session name), what the agent is about to do when it needs the
+    gold values: the gold actions by name and argument names, never their values."""
+    path = base / "tau-bench" / "gpt-4o-airline.json"
+    out = {}
+    for traj in json.loads(path.read_text("utf-8")):
+        actions = traj["info"]["task"]["actions"]
+        calls = "; ".join(f"{a['name']}({', '.join(a['kwargs'])})" for a in actions)
+        out[f"task {traj['task_id']} trial {traj['trial']}"] = f"Now do: {calls}."
+    return out
+
+
 def bfcl_sources(base: Path) -> dict[str, str]:
     """Each BFCL question's ``source``: the excerpt of the conversation its answer is in."""
     answers = _jsonl(base / "bfcl-memory" / "BFCL_v4_memory_answer.json")

@@ -172,6 +172,23 @@ def build_ours_memory(setup: Setup) -> Replay:
     return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
 
 
+def build_ours_recall(setup: Setup) -> Replay:
+    """Ours, plus recall from the archive (issue 14): before each call, the originals
+    compression archived that match the current user message come back, within the
+    auxiliary budget. Offline: the in-memory archive, ranked by BM25."""
+    from langgraph_ctx.middleware import MemoryRecall
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    archive = InMemoryArchive()
+    middleware = [
+        PreflightCheck(),
+        TieredCompression(summarizer=CountingSummarizer(setup.log), archive=archive),
+        MemoryRecall(archive=archive),
+    ]
+    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+
 def build_adacom(setup: Setup) -> Replay:
     """AdaCoM with the offline policy (no model) in compression's place: every round,
     at 0.7 utilization, and for any new tool result over 2,000 tokens."""
@@ -203,6 +220,7 @@ STRATEGIES: dict[str, Strategy] = {
     for s in (
         Strategy("ours", "ours (pre-flight + compression)", build_ours),
         Strategy("ours+memory", "ours + memory recall of past summaries", build_ours_memory),
+        Strategy("ours+recall", "ours + recall from the archive", build_ours_recall),
         Strategy("adacom", "AdaCoM, offline policy", build_adacom),
         Strategy("none", "no management", build_none),
         Strategy("trim", "trim_messages (last)", _peer("build_trim")),

@@ -29,7 +29,7 @@ class Workload:
     """Stop a session once a prompt exceeds this multiple of the window."""
 
     def turns_for(self, strategy: str) -> int | None:
-        return None if strategy == "ours" else self.peer_turns
+        return None if strategy in ("ours", "ours+recall") else self.peer_turns
 
 
 Factory = Callable[[int, bool, Path | None], Workload]

@@ -11,7 +11,13 @@ from langgraph_ctx.agent.nodes import (
     think_node,
     update_confidence,
 )
-from langgraph_ctx.agent.prebuilt import AgentOptions, build_context_agent, create_context_agent
+from langgraph_ctx.agent.prebuilt import (
+    STRATEGIES,
+    AgentOptions,
+    build_context_agent,
+    create_context_agent,
+    strategy_middleware,
+)
 from langgraph_ctx.agent.subagents import (
     ArtifactStore,
     SubAgentResult,
@@ -20,6 +26,7 @@ from langgraph_ctx.agent.subagents import (
 )
 
 __all__ = [
+    "STRATEGIES",
     "AgentOptions",
     "ArtifactStore",
     "SubAgentResult",
@@ -34,6 +41,7 @@ __all__ = [
     "fetch_tools_node",
     "reasoning_overhead",
     "route_after_think",
+    "strategy_middleware",
     "think_node",
     "update_confidence",
 ]

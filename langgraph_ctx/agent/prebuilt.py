@@ -7,7 +7,9 @@
 Pre-flight runs before ``think`` and ``call_llm``; tool eviction and
 compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
-AdaCoM manager (before ``call_llm``) in compression's place; provider placement
+AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
+PACE (before both model nodes, with its ``glimpse`` tool), ``strategy="bacm"``
+BACM's budget-aware folding (with its ``fold`` tool); provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -29,6 +31,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import tools_condition
 from typing_extensions import TypedDict, Unpack
 
+from langgraph_ctx._checks import check_bool, check_instance, check_int, check_str
 from langgraph_ctx.agent.nodes import (
     ThinkSettings,
     call_llm_node,
@@ -40,20 +43,26 @@ from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
+    BudgetAwareFolding,
+    Glimpse,
     MemoryRecall,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
+    ReflectiveContextManager,
     SummaryObserver,
     TieredCompression,
     ToolEviction,
 )
-from langgraph_ctx.middleware.placement import Placement
+from langgraph_ctx.middleware.glimpse import GLIMPSE
+from langgraph_ctx.middleware.placement import Placement, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
+from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -88,6 +97,13 @@ class AgentOptions(TypedDict, total=False):
     """``None``: long-term memory: recall before each ``call_llm`` (within the
     auxiliary budget, under a timeout), summaries stored as observations, and a
     ``remember`` tool. Scoped by ``config["configurable"]["user_id"]`` by default."""
+    recall: bool
+    """``False``: before each ``call_llm``, bring back what compression archived and
+    the question needs (:class:`~langgraph_ctx.middleware.MemoryRecall` on the
+    strategy's archive, and on ``memory`` if given), and give the model a
+    ``glimpse`` tool for whole originals
+    (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
+    the archive is the thread's own."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -96,6 +112,16 @@ class AgentOptions(TypedDict, total=False):
     ``"adacom"``: an external manager edits the context
     (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
+    ``"pace"``: each call's context assembled from every step at the granularity
+    its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
+    summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
+    ``"arc"``: a checklist and an interaction memory, reorganized by reflection
+    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    ``summary_model``, else the offline one; folded turns go to ``archive``);
+    ``"bacm"``: the agent is shown its budget before each observation and folds
+    past steps with a ``fold`` tool, the offline folding rule (or ``summary_model``)
+    folds near the red line, tiered compression guards it
+    (:class:`~langgraph_ctx.middleware.BudgetAwareFolding`);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -164,14 +190,24 @@ def build_context_agent(
             f"{sorted(AgentOptions.__optional_keys__)}"
             + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
         )
+    _check_options(options)
     always_include = options.get("always_include", ())
     memory = options.get("memory")
     if memory is not None:
         tools = [*tools, remember_tool(memory)]
         always_include = [*always_include, "remember"]
+    llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
+    strategy = _strategy(options, llm_nodes)
+    recall = _recall(options, strategy)
+    glimpse = next((m for m in recall if isinstance(m, Glimpse)), None)
+    if glimpse is not None:
+        tools = [*tools, glimpse.tool]
+        always_include = [*always_include, GLIMPSE]
+    own: Sequence[BaseTool] = getattr(strategy, "tools", ())  # BACM's fold: always bound
+    tools, always_include = [*tools, *own], [*always_include, *(t.name for t in own)]
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
-        [*_builtins(registry, options), *options.get("middleware", ())],
+        [*_builtins(registry, options, strategy, recall), *options.get("middleware", ())],
         budget=options.get("budget") or Budget.from_model(model),
         tools=registry.bound,
         system_prompt=options.get("system_prompt"),
@@ -180,24 +216,97 @@ def build_context_agent(
     return pipeline.attach(_graph(model, registry, options))
 
 
-def _builtins(registry: ToolRegistry, options: AgentOptions) -> list[Middleware]:
+def _check_options(options: AgentOptions) -> None:
+    """The options no built-in checks itself, checked here, each named as written."""
+    for name in ("summary_model", "think_model"):
+        value = options.get(name)
+        if value is not None:
+            check_instance(name, value, BaseChatModel, "a LangChain chat model")
+    if options.get("system_prompt") is not None:
+        check_str("system_prompt", options.get("system_prompt"), empty=True)
+    if options.get("budget") is not None:
+        check_instance("budget", options.get("budget"), Budget, "a Budget")
+    if "think" in options:
+        check_bool("think", options["think"])
+    if options.get("think_settings") is not None:
+        check_instance(
+            "think_settings", options.get("think_settings"), ThinkSettings, "ThinkSettings"
+        )
+    extra = options.get("middleware", ())
+    if isinstance(extra, (str, bytes)) or not all(
+        isinstance(m, Middleware) or callable(m) for m in extra
+    ):
+        raise ConfigurationError("middleware", f"expected a list of Middleware, got {extra!r}")
+    always = options.get("always_include", ())
+    if isinstance(always, str) or not all(isinstance(n, str) for n in always):
+        raise ConfigurationError("always_include", f"expected a list of tool names, got {always!r}")
+    if "tool_capacity" in options:
+        check_int("tool_capacity", options["tool_capacity"], least=0)
+    if "placement" in options:
+        check_placement(options["placement"], "placement")
+    if "state_schema" in options and not isinstance(options["state_schema"], type):
+        raise ConfigurationError(
+            "state_schema", f"expected a TypedDict class, got {options['state_schema']!r}"
+        )
+
+
+def _builtins(
+    registry: ToolRegistry,
+    options: AgentOptions,
+    strategy: Middleware,
+    recall: list[Middleware],
+) -> list[Middleware]:
     llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
         ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
-        _strategy(options, llm_nodes),
+        strategy,
+        *recall,
     ]
     memory = options.get("memory")
     if memory is not None:
-        found += [
-            MemoryRecall(memory, nodes=["call_llm"]),
-            SummaryObserver(memory, nodes=llm_nodes),
-        ]
+        has_recall = any(isinstance(m, MemoryRecall) for m in recall)
+        found += [] if has_recall else [MemoryRecall(memory, nodes=["call_llm"])]
+        found += [SummaryObserver(memory, nodes=llm_nodes)]
     return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
 
 
-STRATEGIES = ("tiered", "adacom")
+def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
+    """Recall and the ``glimpse`` tool. ``recall=True``: recall over the strategy's
+    archive (and memories), and glimpse into it; PACE's steps are always glimpsable
+    (it shows them condensed but never archives them)."""
+    sources = [StepSource()] if isinstance(strategy, PredictiveExtraction) else []
+    found: list[Middleware] = []
+    archive = None
+    if options.get("recall", False):
+        archive = getattr(strategy, "archive", None) or options.get("archive")
+        if archive is None:
+            raise ConfigurationError(
+                "recall", "needs an archive: pass archive=, or a strategy that keeps one"
+            )
+        found.append(MemoryRecall(options.get("memory"), archive=archive, nodes=["call_llm"]))
+    if archive is not None or sources:
+        found.append(Glimpse(archive, sources=sources, nodes=["call_llm"]))
+    return found
+
+
+STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
 """The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
+
+
+def strategy_middleware(
+    strategy: str,
+    *,
+    archive: MessageArchive | None = None,
+    summary_model: BaseChatModel | None = None,
+    nodes: Sequence[str] = ("call_llm",),
+) -> Middleware:
+    """The middleware ``strategy=strategy`` puts in compression's place, on ``nodes``:
+    what :func:`create_context_agent` builds, for a pipeline of your own (and for
+    the fuzz suite, which runs every name in :data:`STRATEGIES`)."""
+    return _strategy(
+        {"strategy": strategy, "archive": archive, "summary_model": summary_model}, list(nodes)
+    )
 
 
 def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
@@ -212,6 +321,17 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(
             manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "pace":  # ephemeral per call: every model node needs it
+        return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
+    if strategy == "arc":
+        return ReflectiveContextManager(
+            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
+        )
+    if strategy == "bacm":
+        # On both model nodes: the first to see a new observation shows the budget first.
+        return BudgetAwareFolding(
+            policy=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
         )
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"

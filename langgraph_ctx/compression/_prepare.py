@@ -20,13 +20,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx._workers import DaemonPool
 from langgraph_ctx.tokens import message_key
 
 WORKERS = 2
@@ -34,24 +34,23 @@ WORKERS = 2
 time per process, however many sessions ask; the others wait their turn (and
 meanwhile the synchronous path still works)."""
 
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
 Outcome: TypeAlias = tuple[str, list[str], float, int]
 """A summary's text, the reasons its summarizer fell back (if it did), and its
 entity retention and token count: measured in the background too, as they cost
 more than applying the summary."""
 SpanKey: TypeAlias = tuple[tuple[str, int], ...]
+T = TypeVar("T")
+
+_POOL = DaemonPool(WORKERS, name="lgctx-prep")
 
 
-def pool() -> concurrent.futures.ThreadPoolExecutor:
+def pool() -> DaemonPool:
     """The package's own bounded pool: never the caller's default executor, which
-    a prepared summary (seconds of CPU for a long span) must not crowd out."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="lgctx-prep")
-        return _pool
+    a prepared summary (seconds of CPU for a long span) must not crowd out. Daemon
+    threads: a summarizer that hangs without a timeout (a summary of our own is
+    never needed to exit) must not keep the process alive, as a
+    ``ThreadPoolExecutor``, joined at exit, did."""
+    return _POOL
 
 
 def span_key(messages: Sequence[BaseMessage]) -> SpanKey:
@@ -139,22 +138,28 @@ def start(
     the running event loop, if there is one; otherwise, and for CPU-bound
     summarizers, ``run`` goes to the package's pool.
     """
-    keys = (span_key(summaries), span_key(span))
+    future, task = in_background(run, arun)
+    return Prepared(span_key(summaries), span_key(span), meta, max_tokens, future, task)
+
+
+def in_background(
+    run: Callable[[], T], arun: Callable[[], Awaitable[T]] | None
+) -> tuple[concurrent.futures.Future[T], asyncio.Task[Any] | None]:
+    """Start ``arun`` as a task on the running loop (genuine async I/O), or else
+    ``run`` in the package's pool; a future any thread can wait on, and the task
+    (keep it: the loop holds only a weak reference)."""
     loop = None
     if arun is not None:
         with contextlib.suppress(RuntimeError):
             loop = asyncio.get_running_loop()
-    if loop is None:
-        return Prepared(*keys, meta, max_tokens, pool().submit(run))
-    future: concurrent.futures.Future[Outcome] = concurrent.futures.Future()
+    if loop is None or arun is None:
+        return pool().submit(run), None
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
     future.set_running_or_notify_cancel()
-    assert arun is not None
-    return Prepared(*keys, meta, max_tokens, future, loop.create_task(_settle(future, arun)))
+    return future, loop.create_task(settle(future, arun))
 
 
-async def _settle(
-    future: concurrent.futures.Future[Outcome], arun: Callable[[], Awaitable[Outcome]]
-) -> None:
+async def settle(future: concurrent.futures.Future[T], arun: Callable[[], Awaitable[T]]) -> None:
     """Run ``arun`` and put its outcome in ``future``, which any thread can wait on."""
     try:
         future.set_result(await arun())

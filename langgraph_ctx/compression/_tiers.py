@@ -1,8 +1,10 @@
 """Which messages may be compressed: the three tiers of the paper (section 5.1).
 
-- Pinned (tier 3, never compressed): system messages, messages marked with
-  :func:`~langgraph_ctx.markers.pin`, and by default the session's first user
-  message, the task. A pinned message keeps its tool-call partners with it.
+- Pinned (tier 3, never compressed): the leading system messages (the system
+  prompt), messages marked with :func:`~langgraph_ctx.markers.pin`, and by
+  default the session's first user message, the task. A pinned message keeps
+  its tool-call partners with it. A system message later in the history
+  belongs to its turn: it is compressed with it, unless pinned.
 - Protected (tier 1): the last N turns verbatim. A turn is a user message and
   everything up to the next one. N is at least ``min_turns``, extends back
   while the conversation stays on the current topic, and is capped by a token
@@ -36,15 +38,26 @@ class Tiers:
     """Neither pinned nor a summary: the protected window and the compressible span."""
 
 
-def split_tiers(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> Tiers:
-    """Split ``messages`` into pinned, summaries (by sequence number) and the rest."""
+def split_tiers(
+    messages: Sequence[BaseMessage], *, pin_task: bool = True, every_system: bool = False
+) -> Tiers:
+    """Split ``messages`` into pinned, summaries (by sequence number) and the rest.
+
+    ``every_system``: pin every system message, not only the leading ones (the
+    edit manager's rule: it must not rewrite a system instruction anywhere).
+    """
     summaries = [m for m in messages if is_summary(m)]
     summaries.sort(key=lambda m: (summary_info(m) or {}).get("seq", 0))
     task = next((m for m in messages if m.type == "human"), None) if pin_task else None
+    lead = (
+        len(messages)
+        if every_system
+        else next((i for i, m in enumerate(messages) if m.type != "system"), len(messages))
+    )
     pinned_ids = {
         id(m)
-        for m in messages
-        if not is_summary(m) and (m.type == "system" or is_pinned(m) or m is task)
+        for i, m in enumerate(messages)
+        if not is_summary(m) and ((i < lead and m.type == "system") or is_pinned(m) or m is task)
     }
     # A pinned half of a tool exchange drags its other half along, or the
     # compressed history would hold an orphan call or an orphan result.

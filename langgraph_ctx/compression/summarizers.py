@@ -29,7 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._checks import check_has, check_instance, check_str, check_timeout
-from langgraph_ctx._workers import acall_with_timeout, call_with_timeout
+from langgraph_ctx._workers import acall_with_timeout, call_with_timeout, native_async
 
 # Re-exported (``as``) for the modules that import them from here.
 from langgraph_ctx.compression._entities import entities as entities
@@ -180,7 +180,7 @@ class ChatModelSummarizer:
         ).strip()
 
     async def _ainvoke(self, request: list[BaseMessage]) -> BaseMessage:
-        if _native_async(self.model):
+        if native_async(self.model):
             # A coroutine: the timeout cancels it, and the request with it.
             return await asyncio.wait_for(self.model.ainvoke(request), self.timeout)
         # A sync-only model's ainvoke runs it in the event loop's default executor,
@@ -191,15 +191,6 @@ class ChatModelSummarizer:
     def _fell_back(self, reason: str, exc: BaseException | None) -> None:
         if self.on_fallback is not None:
             self.on_fallback(reason, exc)
-
-
-def _native_async(model: BaseChatModel) -> bool:
-    """Whether ``model`` has its own async generation (else LangChain runs the sync
-    one in the default executor)."""
-    cls = type(model)
-    return cls._agenerate is not BaseChatModel._agenerate or (
-        cls._astream is not BaseChatModel._astream
-    )
 
 
 def _check_budget(max_tokens: int) -> None:

@@ -100,6 +100,9 @@ class EditOp:
     role: str | None
     rationale: str
     new_content: str
+    marks: Mapping[str, Any] | None = None
+    """Marks the produced message carries (a strategy's own state on its pinned
+    note). Set by code only: never parsed from a manager's JSON."""
 
     @property
     def kind(self) -> Literal["delete", "rewrite", "merge"]:
@@ -186,7 +189,7 @@ def is_edited(message: BaseMessage) -> bool:
 def protected_ids(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> set[str]:
     """Ids no operation may touch: pinned messages and their exchanges (not the note)."""
     # System messages an edit produced are the manager's own: it may edit them again.
-    pinned = split_tiers(messages, pin_task=pin_task).pinned
+    pinned = split_tiers(messages, pin_task=pin_task, every_system=True).pinned
     return {
         str(m.id)
         for m in pinned
@@ -401,7 +404,7 @@ def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:
     ).hexdigest()[:16]
     new_id = f"edit-{digest}"
     head = originals[0]
-    marks: dict[str, Any] = {"edited": {"from": sources}}
+    marks: dict[str, Any] = {**(op.marks or {}), "edited": {"from": sources}}
     if any(is_note(m) for m in originals):
         marks["note"] = True
     if len(originals) == 1 and _keeps_role(op.role, head):

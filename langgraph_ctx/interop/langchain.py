@@ -61,13 +61,16 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.middleware.glimpse import Glimpse
+from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import (
     ANNOTATION,
     Placement,
     check_placement,
     place_messages,
 )
+from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.pipeline import (
     CallContext,
     EventSink,
@@ -77,7 +80,8 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_reducer
+from langgraph_ctx.state import LedgerEntry, ledger_reducer, merge_dicts
+from langgraph_ctx.strategies.pace_glimpse import StepSource
 from langgraph_ctx.tokens import TokenCounter
 
 NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
@@ -87,6 +91,8 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
+    pace_chunks: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    """What :class:`~langgraph_ctx.middleware.PredictiveExtraction` keeps for resume."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
@@ -104,6 +110,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         events: EventSink | None = None,
         max_sessions: int = 1024,
         placement: Placement = "system",
+        recall: bool = False,
     ) -> None:
         """
         Args:
@@ -117,7 +124,25 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
                 into its system message; ``"pair"``: a user/assistant pair each;
                 ``"none"``: as the history has them). See
                 :mod:`~langgraph_ctx.middleware.placement`.
+            recall: bring back, before each model call, what the strategy among
+                ``middleware`` archived and the question needs
+                (:class:`~langgraph_ctx.middleware.MemoryRecall`), and give the
+                agent the ``glimpse`` tool (this middleware's ``tools``; its
+                answers capped at ``Glimpse.max_tokens``, as the agent state
+                keeps no ``session`` for a budget-sized cap). With a
+                :class:`~langgraph_ctx.middleware.PredictiveExtraction` layer the
+                tool is there anyway and also reads PACE's steps by id.
         """
+        middleware = list(middleware)
+        # PACE's steps are glimpsable whether or not recall is on: it shows them
+        # condensed but never archives them.
+        pace = any(isinstance(m, PredictiveExtraction) for m in middleware)
+        sources = [StepSource()] if pace else []
+        archive = None
+        if recall:
+            archive = _archive_of(middleware)
+            middleware = [*middleware, MemoryRecall(archive=archive)]
+        glimpse = [Glimpse(archive, sources=sources).tool] if archive is not None or sources else []
         self.placement = check_placement(placement, "ContextMiddleware.placement")
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
@@ -130,6 +155,9 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             f"give {type(self).__name__} a state_schema extending ContextAgentState with",
         )
         self.system_prompt_counted = system_prompt_counted
+        # And the tools a layer needs the agent to have (BACM's fold): create_agent binds them.
+        own = [t for layer in self.layers for t in getattr(layer.middleware, "tools", ())]
+        self.tools = [*glimpse, *own]
 
     def wrap_model_call(
         self,
@@ -170,6 +198,16 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             system_prompt=request.system_prompt if self.system_prompt_counted else None,
         )
         return ctx, View({**state, "messages": list(request.messages)})
+
+
+def _archive_of(middleware: list[Middleware | Callable[..., Any]]) -> Any:
+    archive = next((a for m in middleware if (a := getattr(m, "archive", None)) is not None), None)
+    if archive is None:
+        raise ConfigurationError(
+            "ContextMiddleware.recall",
+            "needs a layer that archives (TieredCompression, AdaptiveContextManager)",
+        )
+    return archive
 
 
 def _keys(schema: type[Any]) -> frozenset[str]:

@@ -42,6 +42,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langgraph_ctx._checks import (
+    check_bool,
+    check_has,
+    check_int,
+    check_number,
+    check_str,
+    check_timeout,
+)
 from langgraph_ctx.edits import (
     apply_edits,
     check_rewritable,
@@ -116,19 +124,31 @@ class AdaptiveContextManager(Middleware):
             pin_task: the session's first user message is pinned.
         """
         super().__init__(**kwargs)
+        # Each checked where it is written (a string or a bool would fail, or be
+        # taken for a number, only once the graph runs), named as the argument.
+        if manager is not None and not isinstance(manager, BaseChatModel):
+            check_has("manager", manager, ("propose", "apropose"), "a chat model or a policy")
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
         for label, value in (("every", every), ("extract_threshold", extract_threshold)):
-            if value is not None and value < 1:
-                raise ConfigurationError(label, f"must be >= 1 or None, got {value}")
-        if utilization is not None and not 0.0 < utilization <= 1.0:
-            raise ConfigurationError("utilization", f"must be in (0, 1] or None, got {utilization}")
-        if not 0.0 < target_utilization <= 1.0:
+            if value is not None:
+                check_int(label, value, least=1)
+        if utilization is not None:
+            check_number("utilization", utilization, above=0.0)
+            if utilization > 1.0:
+                raise ConfigurationError(
+                    "utilization", f"must be in (0, 1] or None, got {utilization}"
+                )
+        check_number("target_utilization", target_utilization, above=0.0)
+        if target_utilization > 1.0:
             raise ConfigurationError(
                 "target_utilization", f"must be in (0, 1], got {target_utilization}"
             )
-        if extract_tokens < 20:
-            raise ConfigurationError("extract_tokens", f"must be >= 20, got {extract_tokens}")
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError("timeout", f"must be > 0 or None, got {timeout}")
+        check_int("extract_tokens", extract_tokens, least=20)
+        check_str("background", background, empty=True)
+        check_timeout("timeout", timeout)
+        check_int("preview_chars", preview_chars, least=1)
+        check_bool("pin_task", pin_task)
         if isinstance(manager, BaseChatModel):
             manager = ChatModelManager(manager)
         self.manager: ContextManagerPolicy = manager if manager is not None else OfflinePolicy()

@@ -18,11 +18,14 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   as content, the original archived;
 - if the target cannot be met (a large pinned message), record
   ``budget_unreachable`` and log it. Pinned content is never dropped;
-- the hard ceiling: a prompt still over the prompt limit has its largest tool
+- the hard ceiling: a history still over the prompt limit has its largest tool
   results reduced (compacted again, then cut with a marker, the originals
-  archived), recorded as ``ceiling_enforced``; if even that cannot fit,
-  :class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the
-  model is called.
+  archived), recorded as ``ceiling_enforced``; if that is not enough,
+  everything before the current turn is compressed again into one small
+  meta-summary (``path: ceiling``). Anything still over is pre-flight's
+  last-line guard's (:meth:`PreflightCheck.fit`): it fits the prompt for the
+  call, or raises :class:`~langgraph_ctx.errors.BudgetExceededError` before the
+  model is called if even the pinned content cannot fit.
 
 Every message leaving the active state is written to the archive first, keyed
 by thread and id, so :meth:`TieredCompression.original` can return it. The
@@ -50,21 +53,24 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression import _prepare
-from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers
+from langgraph_ctx.compression._ceiling import (
+    COMPACT_FLOOR,
+    compact_tool_result,
+    fit_prompt,
+)
+from langgraph_ctx.compression._tiers import Plan, plan_compression, split_tiers, turn_starts
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
     ExtractiveSummarizer,
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.errors import BudgetExceededError, ConfigurationError
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
-    compacted,
-    compacted_header,
     is_compacted,
-    is_pinned,
+    is_summary,
     summary_info,
 )
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -76,11 +82,6 @@ logger = logging.getLogger("langgraph_ctx.compression")
 
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
-COMPACT_FLOOR = 100
-"""The smallest digest a compacted tool result is given."""
-CUT_MARKER = "[... cut to fit the context window]"
-"""Ends a tool result cut (not only compacted) to keep the prompt under its limit."""
-
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "lgctx_summarizer_fallbacks", default=None
 )
@@ -184,6 +185,8 @@ class TieredCompression(Middleware):
         check_int("min_protected_turns", min_protected_turns)
         check_int("max_summary_layers", max_summary_layers)
         check_bool("pin_task", pin_task)
+        check_bool("prepare_ahead", prepare_ahead)
+        check_number("prepare_headroom", prepare_headroom)
         check_timeout("summarizer_timeout", summarizer_timeout)
         if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
             raise ConfigurationError(
@@ -217,6 +220,7 @@ class TieredCompression(Middleware):
                 summarizer, timeout=summarizer_timeout, on_fallback=_note_fallback
             )
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._own_summarizer = summarizer is None
         self._compactor = ExtractiveSummarizer()
         self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.target_utilization = target_utilization
@@ -246,6 +250,9 @@ class TieredCompression(Middleware):
     # -- the middleware ----------------------------------------------------
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        if self._own_summarizer and isinstance(self.summarizer, ExtractiveSummarizer):
+            # Sized with the pipeline's counter, so "300 tokens" means what budgets mean.
+            self.summarizer.counter = ctx.counter
         work = self._decide(view, ctx)
         if work is None:
             self._prepare_ahead(view, ctx)
@@ -405,16 +412,21 @@ class TieredCompression(Middleware):
         before = {"summarized": sum(count(m) for m in work.source), "compacted": 0}
         before["compacted"] = sum(count(m) for m in shrunk)
         removed = sum(count(m) for m in plan.compress) + before["compacted"]
-        digests = {id(m): self._compact(m, size, count(m)) for m, size in work.compact}
+        digests = {
+            id(m): compact_tool_result(m, size, count(m), self._compactor)
+            for m, size in work.compact
+        }
         summaries = plan.tiers.summaries
         summary = None
         if text is not None:
+            fitted = fit_text(text, work.max_tokens, ctx.counter)
+            text, measured = (text, measured) if fitted == text else (fitted, None)
             summary = self._summary(work, text)
             if work.meta:
                 removed += sum(count(m) for m in summaries)
             summaries = [summary] if work.meta else [*summaries, summary]
         keep = [digests.get(id(m), m) for m in plan.keep]
-        messages = [*plan.tiers.pinned, *summaries, *keep]
+        messages = _in_place(list(view.get("messages") or ()), plan, summaries, keep)
         ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
 
         ctx.session.cache.forget([str(m.id) for m in [*plan.compress, *shrunk]])
@@ -441,6 +453,7 @@ class TieredCompression(Middleware):
                     "through": info["through"],
                     "tokens_before": before["summarized"],
                     "tokens_after": written,
+                    "max_tokens": work.max_tokens,  # what the summarizer was asked for
                     "ratio": round(before["summarized"] / max(written, 1), 2),
                     "entity_retention": round(retention, 4),
                     "meta": work.meta,
@@ -456,49 +469,46 @@ class TieredCompression(Middleware):
         return view.replace(messages=messages)
 
     def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
-        """Never send a prompt over the prompt limit: a provider must reject it.
+        """Keep the history itself within the prompt limit, before pre-flight's
+        last-line guard has to fit the prompt on every call.
 
         Compression plans with expected ratios and leaves results it compacted
-        alone, so one tool result larger than the window could still go out over
-        it. Here the largest tool results not pinned are reduced (compacted
-        again, down to what fits, then cut with a marker), the originals
-        archived first. If even that cannot fit, :class:`BudgetExceededError`
-        is raised before the model is called, and nothing is persisted.
+        alone, so one tool result larger than the window could still be over
+        it. Here, in order, each step only if the last left it over: the
+        largest tool results not pinned are reduced (compacted again, down to
+        what fits, then cut with a marker); everything before the current turn
+        is compressed again, with the summaries, into one meta-summary of the
+        smallest size; the tool results kept are reduced again. The originals
+        are archived first; the ledger has ``ceiling_enforced`` and a
+        ``compression`` event with ``path: ceiling``. What is still over then
+        (pinned content, a current turn larger than the window) is left to
+        pre-flight's guard (:meth:`PreflightCheck.fit`), which fits this call's
+        prompt or raises :class:`BudgetExceededError` before the model is called.
         """
-        report = ctx.measured()
-        if report.total <= report.prompt_limit:
+        if _over(ctx) <= 0:
             return view
-        calibration = max(report.calibration, 1e-6)
-        over = math.ceil((report.total - report.prompt_limit) / calibration)
+        view = yield from self._reduce_results(view, ctx)
+        if _over(ctx) > 0:
+            view = yield from self._compress_again(view, ctx)
+            if _over(ctx) > 0:
+                view = yield from self._reduce_results(view, ctx)
+        return view
+
+    def _reduce_results(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
         count = ctx.session.cache.count_of
-        candidates = [m for m in messages if isinstance(m, ToolMessage) and not is_pinned(m)]
-        candidates.sort(key=count, reverse=True)
-        shrunk: dict[int, BaseMessage] = {}
-        cut: list[str] = []
-        for m in candidates:
-            if over <= 0:
-                break
-            tokens = count(m)
-            # Down to its header and the cut marker if need be: the original is
-            # archived, and a result the model can fetch beats a refused call.
-            smaller, was_cut = self._reduce(m, max(0, tokens - over), ctx.counter)
-            saved = tokens - ctx.counter.count_message(smaller)
-            if saved > 0:
-                shrunk[id(m)] = smaller
-                over -= saved
-                if was_cut:
-                    cut.append(str(m.id))
-        if over > 0:
-            rest = sum(count(m) for m in messages if id(m) not in shrunk)
-            raise BudgetExceededError(
-                report.total,
-                report.prompt_limit,
-                f"on node {ctx.node!r}, the prompt stays {math.ceil(over * calibration)} tokens "
-                f"over its limit with every tool result reduced to its header: the other "
-                f"messages (system, pinned, the protected turns, summaries) take {rest} tokens",
-            )
-        originals = [m for m in messages if id(m) in shrunk and not is_compacted(m)]
+        fit = fit_prompt(
+            messages,
+            _over(ctx),
+            count,
+            ctx.counter,
+            pin_task=self.pin_task,
+            compactor=self._compactor,
+            history=True,
+        )
+        if not fit.reduced:
+            return view
+        originals = [m for m in fit.originals if not is_compacted(m)]
         if originals:
             # Archived before the rewrite is persisted: nothing leaves the state unkept.
             thread, namespace = _scope(ctx)
@@ -510,42 +520,42 @@ class TieredCompression(Middleware):
                     self.archive.aput, thread, originals, reason="compacted", namespace=namespace
                 ),
             )
-        before = sum(count(m) for m in messages if id(m) in shrunk)
-        after = sum(ctx.counter.count_message(m) for m in shrunk.values())
-        messages = [shrunk.get(id(m), m) for m in messages]
-        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
+        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *fit.messages])
         ctx.session.cache.forget([str(m.id) for m in originals])
-        report = ctx.adjust_usage("messages", after - before)
+        report = ctx.adjust_usage("messages", fit.tokens_after - fit.tokens_before)
         ctx.record(
             "ceiling_enforced",
             {
-                "ids": [str(m.id) for m in shrunk.values()],
-                "cut": cut,
-                "tokens_before": before,
-                "tokens_after": after,
+                "scope": "history",
+                **fit.as_dict(),
                 "total_after": report.total,
                 "prompt_limit": report.prompt_limit,
             },
         )
-        return view.replace(messages=messages)
+        return view.replace(messages=fit.messages)
 
-    def _reduce(
-        self, message: BaseMessage, size: int, counter: TokenCounter
-    ) -> tuple[BaseMessage, bool]:
-        """``message`` in at most ``size`` tokens (or just its header and the cut
-        marker): an extractive digest, cut if the digest alone is still larger.
-        Whether it was cut."""
-        tokens = _original_tokens(message) or counter.count_message(message)
-        smaller = self._compact(message, size, tokens)
-        if counter.count_message(smaller) <= size:
-            return smaller, False
-        header = compacted_header(message, tokens)
-        text = smaller.text.partition("\n")[2]
-        marker = f"\n{CUT_MARKER} (the original is archived as {message.id})"
-        room = size - counter.count_text(header + marker) - 8  # message overhead
-        while text and counter.count_message(compacted(message, text + marker, tokens)) > size:
-            text = text[: max(0, min(len(text) - 1, int(len(text) * 0.9), room * 3))]
-        return compacted(message, text + marker, tokens), True
+    def _compress_again(self, view: View, ctx: CallContext) -> Hook[View]:
+        """Everything before the current turn, with the summaries, into one
+        meta-summary of the smallest size (``summary_tokens[0]``)."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        tiers = split_tiers(messages, pin_task=self.pin_task)
+        current = turn_starts(tiers.rest)[-1] if tiers.rest else 0
+        if current == 0:
+            return view  # only the current turn is left: the guard fits it
+        plan = Plan(
+            tiers=tiers,
+            compress=tiers.rest[:current],
+            keep=tiers.rest[current:],
+            protected=len(tiers.rest) - current,
+        )
+        work = _Work(plan, [*tiers.summaries, *plan.compress], self.summary_tokens[0], meta=True)
+        with _collecting_fallbacks() as fallbacks:
+            text = yield IOCall(
+                partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
+                partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
+            )
+        yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
+        return self._apply(view, ctx, work, text, fallbacks, path=("ceiling", "none"))
 
     def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
         """In the yellow zone, start summarizing what the next compression removes."""
@@ -585,9 +595,7 @@ class TieredCompression(Middleware):
                 text = await self.summarizer.asummarize(source, max_tokens=max_tokens)
             # CPU work: in the pool, not on the loop.
             measure = partial(_measure, source, text, counter)
-            retention, written = await asyncio.get_running_loop().run_in_executor(
-                _prepare.pool(), measure
-            )
+            retention, written = await asyncio.wrap_future(_prepare.pool().submit(measure))
             return text, reasons, retention, written
 
         scratch[_PREPARED] = _prepare.start(
@@ -672,18 +680,10 @@ class TieredCompression(Middleware):
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
-        seq = 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in previous), default=0)
+        seq = next_seq(previous)
         through = str(work.plan.compress[-1].id)
-        return _summary_message(text, seq, through, covers=len(work.source), meta=work.meta)
-
-    def _compact(self, message: BaseMessage, size: int, tokens: int) -> BaseMessage:
-        # Extractive whatever the summarizer: a tool result is records, not prose,
-        # and a model call per result would cost more than it saves. The header
-        # comes out of the digest's size, so the message takes what was planned.
-        counter = self._compactor.counter
-        room = size - counter.count_text(compacted_header(message, tokens)) - 1
-        digest = self._compactor.summarize([message], max_tokens=max(COMPACT_FLOOR // 2, room))
-        return compacted(message, digest, tokens)
+        covers = [str(m.id) for m in work.source]
+        return _summary_message(text, seq, through, covers=covers, meta=work.meta)
 
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.measured()
@@ -720,10 +720,14 @@ class _Work:
     """Kept tool results to shrink in place, each with its digest's size."""
 
     def removals(self) -> list[tuple[list[BaseMessage], str]]:
-        """What leaves the active state, by archive reason: archived before it goes."""
-        out = [(self.plan.compress, "compressed")]
+        """What leaves the active state, by archive reason: archived before it goes.
+
+        The reason names the summary that replaces them, so that a search hit
+        says where its gist still is (``compressed into summary #3``)."""
+        seq = next_seq(self.plan.tiers.summaries)
+        out = [(self.plan.compress, f"compressed into summary #{seq}")]
         if self.meta:
-            out.append((self.plan.tiers.summaries, "consolidated"))
+            out.append((self.plan.tiers.summaries, f"consolidated into summary #{seq}"))
         if self.compact:
             out.append(([m for m, _ in self.compact], "compacted"))
         return [(messages, reason) for messages, reason in out if messages]
@@ -767,28 +771,74 @@ def _compactions(
     return list(chosen.values())
 
 
-def _original_tokens(message: BaseMessage) -> int | None:
-    """The size of the original of a compacted tool result, from its mark."""
-    marks = message.additional_kwargs.get(KEY)
-    info = marks.get("compacted") if isinstance(marks, dict) else None
-    return int(info["tokens"]) if isinstance(info, dict) and "tokens" in info else None
+def _over(ctx: CallContext) -> int:
+    """Raw tokens the prompt, as measured now, is over its limit (<= 0: within it)."""
+    report = ctx.measured()
+    return math.ceil((report.total - report.prompt_limit) / max(report.calibration, 1e-6))
 
 
 def _room(report: UsageReport, budget: Budget) -> int:
     """Calibrated tokens the messages may take before the prompt reaches the red line
-    (which the prompt limit caps), given what the other components use now."""
-    return max(0, budget.red_line - (report.total - report.used.get("messages", 0)))
+    (which the prompt limit caps), given what the other components use now; never
+    more than a hard message cap (:attr:`Budget.messages_cap`)."""
+    room = max(0, budget.red_line - (report.total - report.used.get("messages", 0)))
+    return min(room, budget.messages) if budget.messages_cap else room
+
+
+def next_seq(summaries: list[BaseMessage]) -> int:
+    """The sequence number of the next summary after ``summaries``."""
+    return 1 + max((int((summary_info(m) or {}).get("seq", 0)) for m in summaries), default=0)
 
 
 def _summary_message(
-    text: str, seq: int, through: str, *, covers: int, meta: bool = False
+    text: str, seq: int, through: str, *, covers: list[str], meta: bool = False
 ) -> SystemMessage:
     label = "meta-summary" if meta else "summary"
+    # ``covers``: the ids it replaced (for a meta-summary, the summaries among them),
+    # every one archived: what ``glimpse`` reads to bring summary #seq's originals back.
+    info = {"seq": seq, "through": through, "meta": meta, "covers": covers}
     return SystemMessage(
-        f"{SUMMARY_PREFIX} #{seq} ({label} of {covers} messages, through {through})\n{text}",
-        id=f"lgctx-summary-{seq}",
-        additional_kwargs={KEY: {"summary": {"seq": seq, "through": through, "meta": meta}}},
+        f"{SUMMARY_PREFIX} #{seq} ({label} of {len(covers)} messages, through {through})\n{text}",
+        id=f"{SUMMARY_ID}{seq}",
+        additional_kwargs={KEY: {"summary": info}},
     )
+
+
+SUMMARY_ID = "lgctx-summary-"
+"""A summary's message id is this and its sequence number."""
+
+
+def _in_place(
+    messages: list[BaseMessage], plan: Plan, summaries: list[BaseMessage], keep: list[BaseMessage]
+) -> list[BaseMessage]:
+    """The history after compression: survivors keep their order, none moves.
+
+    The pinned messages before the first compressed or kept one (the system
+    prompt, the task) lead, the summaries follow, and every other survivor
+    (pinned or kept) stays where it was among the others."""
+    pinned = {id(m) for m in plan.tiers.pinned}
+    kept = {id(m): k for m, k in zip(plan.keep, keep, strict=True)}
+    first = next(
+        (i for i, m in enumerate(messages) if id(m) not in pinned and not is_summary(m)),
+        len(messages),
+    )
+    head = [m for m in messages[:first] if id(m) in pinned]
+    tail = [kept.get(id(m), m) for m in messages[first:] if id(m) in pinned or id(m) in kept]
+    return [*head, *summaries, *tail]
+
+
+def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` within ``max_tokens`` by ``counter``: whole lines dropped from the end,
+    then the last line cut. A summarizer may count differently, or overrun."""
+    if counter.count_text(text) <= max_tokens:
+        return text
+    lines = text.splitlines()
+    while len(lines) > 1 and counter.count_text("\n".join(lines)) > max_tokens:
+        lines.pop()
+    kept = "\n".join(lines)
+    while kept and counter.count_text(kept) > max_tokens:
+        kept = kept[: int(len(kept) * 0.9)]
+    return kept
 
 
 def _scope(ctx: CallContext) -> tuple[str, str]:

@@ -6,6 +6,16 @@ the session's calibration, rebalances the allocations, and writes the
 after it. It appends the utilization to the ledger and the custom stream.
 After the call, it learns calibration from the provider's reported usage.
 
+Last, just before the node (after every other layer, whatever the strategy),
+its **prompt ceiling** (:meth:`PreflightCheck.fit`) makes sure the prompt sent
+is within :attr:`~langgraph_ctx.budget.Budget.prompt_limit`: a prompt a
+strategy left over it is fitted for this call only (tool results digested or
+cut, the oldest unpinned turns left out, then the current turn's unpinned text
+cut, each with a marker; the history keeps every original), recorded as
+``ceiling_enforced``; if even pinned content cannot fit,
+:class:`~langgraph_ctx.errors.BudgetExceededError` is raised before the model
+is called.
+
 Cost per call is O(new messages): the message total comes from the session's
 incremental cache; only leading system messages and the (cached) tool
 schemas are looked at on every call.
@@ -14,14 +24,18 @@ schemas are looked at on every call.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
+from langgraph_ctx.compression._ceiling import fit_prompt
 from langgraph_ctx.compression._tiers import repair_pairs
+from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.markers import is_summary
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
@@ -48,7 +62,60 @@ class PreflightCheck(Middleware):
         repaired = self.repair(view, ctx, unchanged=unchanged)
         # The history's total is the O(n) part of a call: taken once, unless repaired.
         self.check(repaired, ctx, history=history if repaired is view else None)
+        ctx.last_check = partial(self.fit, ctx=ctx)
         return repaired
+
+    def fit(self, view: View, *, ctx: CallContext) -> View:
+        """The view the node gets, within the prompt limit (see the module).
+
+        Runs after every layer, on what they made of the view. The usage report
+        as they left it (:meth:`CallContext.adjust_usage`) is an estimate: a
+        layer may reshape messages without re-measuring (placement pairs a
+        summary with an acknowledgement). Clearly under the limit, it is
+        trusted: O(1), which is every call a strategy keeps in budget. Near or
+        over it, the messages sent are counted (cached counts, by content).
+        """
+        report = ctx.measured()
+        if report.total + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
+            return view
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        count = ctx.session.cache.count_of
+        prompt = self._prompt(ctx) if ctx.system_prompt else 0
+        raw = sum(count(m) for m in messages) + prompt
+        used = report.used
+        sent = (
+            report.total
+            - used.get("system", 0)
+            - used.get("messages", 0)
+            + ctx.session.calibration.apply(raw)
+        )
+        calibration = max(report.calibration, 1e-6)
+        over = math.ceil((sent - report.prompt_limit) / calibration)
+        if over <= 0:
+            return view
+        memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
+        fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
+        if fit.over > 0:
+            raise BudgetExceededError(
+                sent,
+                report.prompt_limit,
+                f"on node {ctx.node!r}, the prompt stays {math.ceil(fit.over * calibration)} "
+                "tokens over its limit with every unpinned message left out or cut to its "
+                "header: the system prompt, tools, summaries and pinned messages (the task, "
+                "pinned messages and their tool exchanges) alone are too large",
+            )
+        after = sent - math.floor(calibration * (fit.tokens_before - fit.tokens_after))
+        report = ctx.adjust_usage("messages", math.ceil((after - report.total) / calibration))
+        ctx.record(
+            "ceiling_enforced",
+            {
+                "scope": "prompt",  # this call's prompt only: the history keeps every original
+                **fit.as_dict(),
+                "total_after": report.total,
+                "prompt_limit": report.prompt_limit,
+            },
+        )
+        return view.replace(messages=fit.messages)
 
     def repair(self, view: View, ctx: CallContext, *, unchanged: int = 0) -> View:
         """The view with its tool pairs made whole, as a provider requires.
@@ -160,6 +227,14 @@ class PreflightCheck(Middleware):
         return self._tool_tokens[key]
 
 
+SLACK_SHARE = 0.02
+MIN_SLACK = 32
+"""How far under the prompt limit the estimate must be for the ceiling to trust
+it without counting what is sent: a share of the limit, at least this many tokens.
+What layers leave unmeasured is a few tokens a message they reshape."""
+
+_CEILING_MEMO = "preflight.ceiling_memo"
+"""Session scratch key: the ceiling's reductions, for the next call (memory only)."""
 _WHOLE_UPTO = "preflight.pairs_whole_upto"
 """Session scratch key: the history before this index was found whole (a turn start)."""
 

@@ -1,16 +1,25 @@
-"""Memory recall: long-term memories injected before the LLM call, within budget and time.
+"""Recall: archived originals and long-term memories brought back before the LLM call.
 
 :class:`MemoryRecall` reads pre-flight's usage report (after compression has
 re-measured it), so it must run after :class:`PreflightCheck`. Per call:
 
 1. query = the latest user message + the current thought's hypothesis;
-2. search the run's scope (:class:`~langgraph_ctx.retrieval.memory.MemoryBank`) under a
-   strict timeout; a slow, failing or unreachable store records
-   ``recall_timeout`` / ``recall_error`` and the call goes on without recall;
-3. include, best score first, each item that still fits the auxiliary tokens
-   pre-flight left (the previous session's summary on the same task first);
+2. search, under a strict timeout, the thread's archive (what compression took
+   out of the history: the original text, word for word) and the run's scope of
+   the :class:`~langgraph_ctx.retrieval.memory.MemoryBank`; a slow, failing or
+   unreachable store records ``recall_timeout`` / ``recall_error`` and the call
+   goes on without recall. The archive needs no scope (it is the thread's own);
+   memories do, and a call without one says so (``recall_scope``, once a session);
+3. drop archived hits still in the active history (over-fetched, so that enough
+   remain), then include, best score first, each snippet that still fits the
+   auxiliary tokens pre-flight left, and never past the red line: an archived
+   original as its best passage with its message id and the summary that covers
+   it (``glimpse`` gets the whole of it), a memory as its text;
 4. inject them as ONE ephemeral system message, after the leading system
-   messages and summaries: the model sees it, the checkpoint never does.
+   messages and summaries: the model sees it, the checkpoint never does (and
+   :class:`~langgraph_ctx.middleware.ProviderPlacement` moves it after the
+   stable, cached prefix). Within a turn the same query finds the same block
+   without searching again, so the prompt stays the same from call to call.
 
 The tokens injected are added to ``ctx.usage`` (auxiliary), and ``recall`` is
 recorded with latency, items and tokens.
@@ -21,14 +30,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx._checks import check_instance, check_int, check_str, check_timeout
+from langgraph_ctx._checks import check_has, check_instance, check_int, check_str, check_timeout
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
     RECALL_PREFIX,
@@ -36,30 +47,43 @@ from langgraph_ctx.markers import (
     is_summary,
     last_summary_index,
     summary_body,
+    summary_indexes,
 )
+from langgraph_ctx.middleware._snippets import archived_line, one_line
 from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
+from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive
 
 logger = logging.getLogger("langgraph_ctx.recall")
+_ID = attrgetter("id")
 
 RECALL_END = "[End of Recalled Memory]"
 _HEADER = (
-    f"{RECALL_PREFIX} From long-term memory, not from this conversation; use what is relevant."
+    f"{RECALL_PREFIX} From long-term memory and from earlier in this conversation "
+    "(archived: glimpse an id for the whole message); use what is relevant."
 )
-Found = tuple[SessionSummary | None, list[Memory]]
+Found = tuple[SessionSummary | None, list[Memory], list[ArchiveHit]]
+_FOUND = "recall_found"
+"""Session scratch key: the last search, reused while its query and history stand."""
 
 
 @dataclass(frozen=True)
 class _Request:
-    scope: Scope
+    scope: Scope | None
+    thread: str | None
+    namespace: str
     query: str
     task_key: str | None
     budget: int
 
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (self.scope, self.thread, self.namespace, self.query, self.task_key)
+
 
 class MemoryRecall(Middleware):
-    """Injects the memories most relevant to the call, within the auxiliary budget."""
+    """Brings back what the call needs: archived originals and memories, within budget."""
 
     name = "recall"
     priority = 40
@@ -72,31 +96,50 @@ class MemoryRecall(Middleware):
 
     def __init__(
         self,
-        bank: MemoryBank,
+        bank: MemoryBank | None = None,
         *,
+        archive: MessageArchive | None = None,
         timeout: float = 2.0,
         max_tokens: int | None = None,
+        snippet_tokens: int = 160,
+        archive_hits: int = 8,
         task_key: str = "task_key",
         **kwargs: Any,
     ) -> None:
         """
         Args:
             bank: the memories, their store and how a run's scope is read.
-            timeout: seconds the store may take (search and session summary
+            archive: the thread's archive of originals (compression's), searched
+                for what the history no longer holds.
+            timeout: seconds the stores may take (searches and session summary
                 together) before the call goes on without recall.
             max_tokens: a cap below the auxiliary budget pre-flight leaves.
+            snippet_tokens: the most one archived original takes in the block:
+                its passages that best match the query, in order.
+            archive_hits: archived originals searched for, beyond those still in
+                the history (which are skipped).
             task_key: the ``config["configurable"]`` key (or ``state["session"]``
                 key) naming the task, for cross-session warming.
         """
         super().__init__(**kwargs)
-        check_instance("MemoryRecall.bank", bank, MemoryBank, "a MemoryBank")
+        if bank is None and archive is None:
+            raise ConfigurationError("MemoryRecall.bank", "needs a bank, an archive, or both")
+        if bank is not None:
+            check_instance("MemoryRecall.bank", bank, MemoryBank, "a MemoryBank")
+        if archive is not None:
+            check_has("MemoryRecall.archive", archive, ("search", "asearch"), "a MessageArchive")
         check_timeout("MemoryRecall.timeout", timeout, optional=False)
         if max_tokens is not None:
             check_int("MemoryRecall.max_tokens", max_tokens, least=1)
+        check_int("MemoryRecall.snippet_tokens", snippet_tokens, least=20)
+        check_int("MemoryRecall.archive_hits", archive_hits, least=1)
         check_str("MemoryRecall.task_key", task_key)
         self.bank = bank
+        self.archive = archive
         self.timeout = timeout
         self.max_tokens = max_tokens
+        self.snippet_tokens = snippet_tokens
+        self.archive_hits = archive_hits
         self.task_key = task_key
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
@@ -104,48 +147,106 @@ class MemoryRecall(Middleware):
         if request is None:
             return view
         start = time.perf_counter()
-        fetch = IOCall(
-            partial(self._fetch, request), partial(self._afetch, request), timeout=self.timeout
-        )
-        try:
-            found = yield fetch
-        except Exception as exc:
-            record_failure(ctx, "recall", exc, start, self.timeout)
-            return view
-        return self._inject(view, ctx, request, found, start, elapsed_ms(start))
+        history = _history_ids(view)
+        cached = ctx.session.scratch.get(_FOUND)
+        if cached is not None and cached[0] == (*request.key, history[1]):
+            found: Found = cached[1]  # the same turn, the same history: the same block
+        else:
+            warm: SessionSummary | None = None
+            memories: list[Memory] = []
+            hits: list[ArchiveHit] = []
+            try:
+                if request.scope is not None:
+                    fetch = IOCall(
+                        partial(self._fetch, request),
+                        partial(self._afetch, request),
+                        timeout=self.timeout,
+                    )
+                    warm, memories = yield fetch
+                if self.archive is not None and request.thread and request.query:
+                    # Over-fetched: the hits still in the history are dropped.
+                    limit = self.archive_hits + min(len(history[0]), 4 * self.archive_hits)
+                    search = (request.thread, request.query)
+                    options: dict[str, Any] = {"limit": limit, "namespace": request.namespace}
+                    hits = yield IOCall(
+                        partial(self.archive.search, *search, **options),
+                        partial(self.archive.asearch, *search, **options),
+                        timeout=self.timeout,
+                    )
+            except Exception as exc:
+                record_failure(ctx, "recall", exc, start, self.timeout)
+                return view
+            found = (warm, memories, hits)
+            ctx.session.scratch[_FOUND] = ((*request.key, history[1]), found)
+        return self._inject(view, ctx, request, found, history[0], start, elapsed_ms(start))
 
     # -- the steps -----------------------------------------------------------
 
     def _request(self, view: View, ctx: CallContext) -> _Request | None:
         report = ctx.measured()
         config = ctx.config
-        scope = self.bank.scope(config)
+        scope = self.bank.scope(config) if self.bank is not None else None
+        thread = ctx.thread_id if self.archive is not None else None
         # Within the auxiliary allocation, and never past the red line: a pinned
         # system prompt over its own share is not covered by rebalancing.
         headroom = ctx.budget.red_line - report.total
         budget = max(0, min(report.remaining("auxiliary"), headroom))
         if self.max_tokens is not None:
             budget = min(budget, self.max_tokens)
-        if scope is None or budget <= 0:
-            reason = "no scope in config" if scope is None else "no auxiliary budget"
+        if self.bank is not None and scope is None:
+            self._say_no_scope(ctx, thread is not None)
+        if (scope is None and thread is None) or budget <= 0:
+            reason = "no auxiliary budget" if budget <= 0 else "no scope in config"
             ctx.record("recall_skipped", {"reason": reason, "budget": budget})
             return None
         session = view.get("session") or {}
         task = (config.get("configurable") or {}).get(self.task_key) or session.get(self.task_key)
-        return _Request(scope, query_of(view), None if task is None else str(task), budget)
+        return _Request(
+            scope,
+            thread,
+            graph_namespace(config),
+            query_of(view),
+            None if task is None else str(task),
+            budget,
+        )
 
-    def _fetch(self, r: _Request) -> Found:
+    def _say_no_scope(self, ctx: CallContext, archive_only: bool) -> None:
+        """Memories are per user (or tenant): without the scope's keys in the config,
+        none can be searched. Said once a session, in the ledger and the log."""
+        if ctx.session.scratch.get("recall_no_scope"):
+            return
+        ctx.session.scratch["recall_no_scope"] = True
+        assert self.bank is not None
+        keys = list(self.bank.scope_keys)
+        what = "archive recall only (thread scope)" if archive_only else "no recall"
+        ctx.record("recall_scope", {"missing": keys, "recall": what})
+        logger.warning(
+            "memory recall needs config['configurable'] keys %s to scope memories; %s",
+            keys,
+            what,
+        )
+
+    def _fetch(self, r: _Request) -> tuple[SessionSummary | None, list[Memory]]:
+        assert self.bank is not None and r.scope is not None  # asked only then
         warm = self.bank.session_summary(r.scope, r.task_key) if r.task_key else None
         return warm, self.bank.search(r.scope, r.query)
 
-    async def _afetch(self, r: _Request) -> Found:
+    async def _afetch(self, r: _Request) -> tuple[SessionSummary | None, list[Memory]]:
+        assert self.bank is not None and r.scope is not None  # asked only then
         warm = await self.bank.asession_summary(r.scope, r.task_key) if r.task_key else None
         return warm, await self.bank.asearch(r.scope, r.query)
 
     def _inject(
-        self, view: View, ctx: CallContext, r: _Request, found: Found, start: float, store: float
+        self,
+        view: View,
+        ctx: CallContext,
+        r: _Request,
+        found: Found,
+        active: frozenset[str],
+        start: float,
+        store: float,
     ) -> View:
-        warm, memories = found
+        warm, memories, hits = found
         if warm is not None and warm.thread_id is not None and warm.thread_id == ctx.thread_id:
             warm = None  # the session that wrote it already has it
         # A summary still in the history is no memory to bring back (the observer
@@ -154,13 +255,22 @@ class MemoryRecall(Middleware):
         if any(m.source == "compression" for m in memories):
             present = {summary_body(m) for m in view.get("messages") or () if is_summary(m)}
             memories = [m for m in memories if m.text not in present]
-        lines, chosen, raw = select(warm, memories, r.budget, ctx)
+        # An original still in the history is in plain view (a compacted tool result
+        # is not: its digest is there, the original is not). A consolidated summary
+        # only retells originals, which are searched themselves.
+        hits = [h for h in hits if h.kind == "tool_result" or h.message_id not in active]
+        hits = [h for h in hits if h.kind != "summary"][: self.archive_hits]
+        items = _ranked(memories, hits, r.query, self.snippet_tokens, ctx)
+        lines, chosen, raw = select(warm, items, r.budget, ctx)
+        picked_memories = [x for x in chosen if isinstance(x, Memory)]
+        picked_hits = [x for x in chosen if isinstance(x, ArchiveHit)]
         data: dict[str, Any] = {
             "latency_ms": elapsed_ms(start),  # all of recall: store, ranking, selection
             "store_ms": store,
-            "mode": "semantic" if self.bank.semantic else "lexical",
-            "candidates": len(memories),
+            "mode": "semantic" if self.bank is not None and self.bank.semantic else "lexical",
+            "candidates": len(memories) + len(hits),
             "items": len(chosen),
+            "archived": len(picked_hits),
             "warm": bool(lines) and len(lines) > len(chosen),
             "budget": r.budget,
             "tokens": 0,
@@ -169,13 +279,19 @@ class MemoryRecall(Middleware):
             ctx.record("recall", data)
             return view
         data["tokens"] = ctx.session.calibration.apply(raw)
-        data["levels"] = [m.level for m in chosen]
-        data["keys"] = [m.key for m in chosen]
+        data["levels"] = [m.level for m in picked_memories]
+        data["keys"] = [m.key for m in picked_memories]
+        data["ids"] = [h.message_id for h in picked_hits]
         ctx.adjust_usage("auxiliary", raw)
         message = _block(lines)
         message.additional_kwargs[KEY] = {
             "ephemeral": True,
-            "recall": {"keys": data["keys"], "tokens": data["tokens"], "warm": data["warm"]},
+            "recall": {
+                "keys": data["keys"],
+                "ids": data["ids"],
+                "tokens": data["tokens"],
+                "warm": data["warm"],
+            },
         }
         ctx.record("recall", data)
         messages: list[BaseMessage] = list(view.get("messages") or ())
@@ -185,13 +301,56 @@ class MemoryRecall(Middleware):
 
 # -- helpers -------------------------------------------------------------------
 
+Item = Memory | ArchiveHit
+
+
+def _history_ids(view: View) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The ids in the active history, and what says whether it changed since the
+    last search in a way that matters: the summaries (compression ran) and its end."""
+    messages: list[BaseMessage] = list(view.get("messages") or ())
+    ids = frozenset(map(str, filter(None, map(_ID, messages))))  # C-level passes
+    marks = tuple(str(messages[i].id) for i in summary_indexes(messages))
+    return ids, marks
+
+
+Line = Callable[[int], str]
+"""An item's line in the block, given the most tokens it may take."""
+
+
+def _ranked(
+    memories: Sequence[Memory],
+    hits: Sequence[ArchiveHit],
+    query: str,
+    snippet_tokens: int,
+    ctx: CallContext,
+) -> list[tuple[Line, Item]]:
+    """Both kinds, best score first (each search scores its best 1.0; an archived
+    original wins a tie: it is what this conversation said). An original's line is
+    its best passages within ``snippet_tokens`` or the room left, whichever is less."""
+
+    def archived(hit: ArchiveHit, room: int) -> str:
+        return archived_line(hit, query, max(20, min(snippet_tokens, room)), ctx.counter)
+
+    def remembered(memory: Memory, room: int) -> str:
+        return f"- [{memory.level}] {one_line(memory.text)}"
+
+    scored: list[tuple[float, int, Line, Item]] = [
+        (h.score, 0, partial(archived, h), h) for h in hits
+    ]
+    scored += [(m.score, 1, partial(remembered, m), m) for m in memories]
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [(line, item) for _, _, line, item in scored]
+
 
 def select(
-    warm: SessionSummary | None, memories: Sequence[Memory], budget: int, ctx: CallContext
-) -> tuple[list[str], list[Memory], int]:
-    """Greedy, best first: every memory whose line still fits ``budget`` (calibrated tokens).
+    warm: SessionSummary | None,
+    items: Sequence[tuple[Line, Item]],
+    budget: int,
+    ctx: CallContext,
+) -> tuple[list[str], list[Item], int]:
+    """Greedy, best first: every line that still fits ``budget`` (calibrated tokens).
 
-    Returns the block's lines, the memories chosen and the block's raw token count.
+    Returns the block's lines, the items chosen and the block's raw token count.
     Lines are one line each and the block joins them with newlines, a boundary
     tiktoken's pre-tokenizer never merges across, so each line is counted once
     (``line + "\\n"``) and the running total is exact; the final count checks it.
@@ -199,16 +358,17 @@ def select(
     apply, count = ctx.session.calibration.apply, ctx.counter.count_text
     lines: list[str] = []
     if warm is not None and warm.text.strip():
-        line = _fit(f"- [previous session] {_one_line(warm.text)}", budget, ctx)
+        line = _fit(f"- [previous session] {one_line(warm.text)}", budget, ctx)
         lines += [line] if line else []
     raw = ctx.counter.count_message(_block(lines))
-    chosen: list[Memory] = []
-    for memory in memories:
-        line = f"- [{memory.level}] {_one_line(memory.text)}"
+    chosen: list[Item] = []
+    for line_of, item in items:
+        # The room left, less a line's own label (about 25 tokens): what a snippet may take.
+        line = line_of(budget - apply(raw) - 25)
         cost = count(line + "\n")
         if apply(raw + cost) <= budget:
             lines.append(line)
-            chosen.append(memory)
+            chosen.append(item)
             raw += cost
     raw = ctx.counter.count_message(_block(lines))
     while chosen and apply(raw) > budget:  # only if the estimator (no tiktoken) is in use
@@ -242,10 +402,6 @@ def insert_at(messages: Sequence[BaseMessage]) -> int:
 
 def _block(lines: Sequence[str]) -> SystemMessage:
     return SystemMessage("\n".join([_HEADER, *lines, RECALL_END]), id="lgctx-recall")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def _fit(line: str, budget: int, ctx: CallContext) -> str | None:

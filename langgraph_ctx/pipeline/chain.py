@@ -221,7 +221,7 @@ def run_layers(
         def call_next(v: View) -> Any:
             with attempt:
                 if i == len(layers):
-                    return terminal(_as_view(v))
+                    return terminal(ctx.final_view(_as_view(v)))
                 return cast(Handler, layers[i].call)(_as_view(v), ctx, step(i + 1))
 
         return call_next
@@ -246,7 +246,7 @@ async def arun_layers(
         async def call_next(v: View) -> Any:
             with attempt:
                 if i == len(layers):
-                    return await terminal(_as_view(v))
+                    return await terminal(ctx.final_view(_as_view(v)))
                 return await _async_form(layers[i], loop)(_as_view(v), ctx, step(i + 1))
 
         return call_next

@@ -128,6 +128,10 @@ class CallContext:
     usage_entry: LedgerEntry | None = None
     """The ``utilization`` entry pre-flight recorded for ``usage``: it fills in the
     final numbers (what was sent, what the provider counted) after the call."""
+    last_check: Callable[[View], View] | None = None
+    """Run on the view the node gets, after every layer, just before the node:
+    pre-flight's prompt ceiling sets it, so that what any middleware did (or a
+    strategy failed to do), the prompt sent stays within the limit."""
     annotations: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Free-form notes from one middleware to the next."""
     persistent: list[PersistentUpdate] = dataclasses.field(default_factory=list)
@@ -174,6 +178,10 @@ class CallContext:
                 "LangGraph would drop it silently; build the graph on ContextState, or add "
                 "to its state: " + "; ".join(declaration(k) for k in missing)
             )
+
+    def final_view(self, view: View) -> View:
+        """``view`` as the node gets it: through :attr:`last_check`, if set."""
+        return view if self.last_check is None else self.last_check(view)
 
     def measured(self) -> UsageReport:
         """Pre-flight's usage report for this call; an error if it has not run."""

@@ -26,6 +26,7 @@ from langgraph.graph import StateGraph
 from langgraph.types import StreamWriter
 from typing_extensions import TypedDict
 
+from langgraph_ctx._checks import check_has, check_instance, check_int, check_str
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.pipeline.chain import FunctionMiddleware, Middleware, arun_layers, run_layers
@@ -58,6 +59,15 @@ class Pipeline:
         self.budget = budget if budget is not None else Budget()
         if not isinstance(self.budget, Budget):
             raise ConfigurationError("Pipeline.budget", f"expected a Budget, got {budget!r}")
+        if counter is not None:
+            check_instance("Pipeline.counter", counter, TokenCounter, "a TokenCounter")
+        if not callable(tools) and (isinstance(tools, (str, bytes)) or not _iterable(tools)):
+            raise ConfigurationError("Pipeline.tools", f"expected a list of tools, got {tools!r}")
+        if system_prompt is not None:
+            check_str("Pipeline.system_prompt", system_prompt, empty=True)
+        check_int("Pipeline.max_sessions", max_sessions, least=1)
+        if events is not None:
+            check_has("Pipeline.events", events, ("write", "awrite"), "an EventSink")
         self.counter = counter if counter is not None else TokenCounter()
         self.tools = tools if callable(tools) else list(tools)
         """Tools the wrapped nodes bind, counted against the tool budget: a list,
@@ -311,3 +321,11 @@ def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> 
                 calibration.ratio = float(data["calibration"])
                 calibration.samples = int(data["calibration_samples"])
             return
+
+
+def _iterable(value: object) -> bool:
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True

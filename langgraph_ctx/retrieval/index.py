@@ -17,7 +17,6 @@ The result is the exact top k, at a cost that follows the rare terms' postings.
 
 from __future__ import annotations
 
-import asyncio
 import heapq
 import threading
 from array import array
@@ -26,6 +25,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol
 
+from langgraph_ctx._workers import in_thread
 from langgraph_ctx.retrieval.maxscore import bound, check_limit
 from langgraph_ctx.retrieval.text import K1, B, idf, terms
 
@@ -43,38 +43,35 @@ class Doc(NamedTuple):
     group: str = ""
 
 
+# The shapes of a text index's calls: a store namespace, group weights, and the
+# ``(key, score)`` hits, best first.
+Namespace = tuple[str, ...]
+Weights = Mapping[str, float] | None
+Ranked = list[tuple[str, float]]
+
+
 class TextIndex(Protocol):
     """A lexical index of texts by scope, as :class:`~langgraph_ctx.retrieval.memory.MemoryBank`
     uses it for a store without an embedding index: :class:`LexicalIndex` (in process),
     ``storage.SQLiteMemoryIndex``, ``storage.PostgresMemoryIndex``. A scope is a store
     namespace; searches rank by BM25 times the weight of each doc's group."""
 
-    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+    def add(self, scope: Namespace, docs: Iterable[Doc]) -> None:
         """Index ``docs`` (a key already there takes the new text)."""
         ...
 
-    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None: ...
+    async def aadd(self, scope: Namespace, docs: Iterable[Doc]) -> None: ...
 
     def search(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> list[tuple[str, float]]:
+        self, scope: Namespace, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked:
         """The best ``(key, score)`` of ``scope`` for ``query``, best first: BM25 (or the
         engine's) times the weight of the doc's group in ``weights`` (1 if not named)."""
         ...
 
     async def asearch(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> list[tuple[str, float]]: ...
+        self, scope: Namespace, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked: ...
 
 
 def query_terms(query: str) -> list[str]:
@@ -254,13 +251,8 @@ class LexicalIndex:
             return scope in self._shards
 
     def search(
-        self,
-        scope: Hashable,
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> list[tuple[str, float]]:
+        self, scope: Hashable, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked:
         """The ``limit`` best keys of ``scope`` for ``query``, with their scores.
 
         A score is BM25 times the weight of the doc's group (``weights``, 1 for a
@@ -276,13 +268,5 @@ class LexicalIndex:
                 return []
             return shard.search(wanted, limit, weights or {})
 
-    async def asearch(
-        self,
-        scope: Hashable,
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Async :meth:`search`, in a worker thread: a large scope takes milliseconds."""
-        return await asyncio.to_thread(self.search, scope, query, limit=limit, weights=weights)
+    # A large scope takes milliseconds: off the event loop.
+    asearch = in_thread(search)

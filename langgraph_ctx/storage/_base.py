@@ -1,47 +1,22 @@
 """What the package's stores (archives, event sinks, thread locks) share.
 
 - :class:`Closing`: ``with`` closes them.
-- :func:`in_thread`: an async method that runs its sync twin in a worker
-  thread, for stores whose calls are short and local (SQLite, memory).
 - :class:`SQLiteTable`: one SQLite connection with the package's tables.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Concatenate, TypeVar
 
-from typing_extensions import ParamSpec, Self
+from typing_extensions import Self
 
 from langgraph_ctx.storage._sqlite_migrations import migrate_sqlite
 from langgraph_ctx.storage._versions import load_migrations
-
-S = TypeVar("S")
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def in_thread(
-    method: Callable[Concatenate[S, P], R],
-) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
-    """The async twin of ``method``: the same call, in a worker thread.
-
-    ``aput = in_thread(put)`` in a class body: the event loop never waits on a
-    lock or on disk, and the logic is written once.
-    """
-
-    async def twin(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, self, *args, **kwargs)
-
-    twin.__name__ = f"a{method.__name__}"
-    twin.__qualname__ = twin.__qualname__.replace("twin", twin.__name__)
-    twin.__doc__ = f"Async :meth:`{method.__name__}` (in a worker thread)."
-    return twin
 
 
 class Closing:
@@ -83,6 +58,25 @@ class SQLiteTable(Closing):
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA busy_timeout = 30000")
         migrate_sqlite(self._conn, load_migrations("sqlite"))
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Cursor]:
+        """One write transaction under the lock: committed whole or rolled back.
+
+        ``BEGIN IMMEDIATE`` takes the database's write lock up front, so two
+        processes never interleave a read-then-write (positions, sequence numbers).
+        """
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            finally:
+                cur.close()
 
     def close(self) -> None:
         with self._lock:

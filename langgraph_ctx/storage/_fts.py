@@ -49,26 +49,33 @@ def _any(words: Sequence[str]) -> str:
     return "body:(" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
+# Each indexed table's fts5vocab table (sql/0003, sql/0004).
+_VOCAB = {"lgctx_archive": "lgctx_archive_vocab", "lgctx_memory_index": "lgctx_memory_vocab"}
+
+
 def search(
     conn: sqlite3.Connection,
     *,
-    vocab: str,
+    table: str,
     ranked: str,
     scope: str,
     words: Sequence[str],
-    rows: int,
     limit: int,
     weight: float = 1.0,
     params: Mapping[str, Any] | None = None,
 ) -> tuple[list[tuple[int, float]], MaxScorePlan[int]]:
     """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the plan that ran.
 
-    ``vocab``: the index's ``fts5vocab`` table (type ``col``). ``ranked``: a query
+    ``table``: the indexed table (a key of ``_VOCAB``, its ``fts5vocab`` table of
+    type ``col``, from the migrations). ``ranked``: a query
     taking ``:match`` (the expression), ``:limit`` and ``params``, returning
-    (rowid, score) best first. ``rows``: at least the index's row count (bounds
-    stay bounds when it is too high). ``weight``: the largest factor ``ranked``
+    (rowid, score) best first. ``weight``: the largest factor ``ranked``
     multiplies a bm25() score by.
     """
+    # An upper bound of the row count (ids only grow; bounds stay bounds when it is
+    # too high): cheaper than count(*).
+    (rows,) = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()
+    vocab = _VOCAB[table]
     marks = ", ".join("?" * len(words))
     df = dict(
         conn.execute(

@@ -32,10 +32,11 @@ from typing import Protocol
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
+from langgraph_ctx._workers import in_thread
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, LexicalIndex, split_words
 from langgraph_ctx.storage import _fts
-from langgraph_ctx.storage._base import SQLiteTable, in_thread
+from langgraph_ctx.storage._base import SQLiteTable
 from langgraph_ctx.storage.hits import (
     ArchiveHit,
     HitKind,
@@ -221,29 +222,20 @@ class SQLiteArchive(SQLiteTable):
             for m, d in zip(messages, messages_to_dict(messages), strict=True)
         ]
         now = time.time()
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                (last,) = cur.execute(
-                    "SELECT COALESCE(MAX(position), -1) FROM lgctx_archive WHERE thread_id = ?",
-                    (thread_id,),
-                ).fetchone()
-                cur.executemany(
-                    "INSERT OR IGNORE INTO lgctx_archive (thread_id, namespace, message_id,"
-                    " position, role, content_json, tokens, archived_at, reason)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (thread_id, namespace, mid, last + 1 + i, role, body, tokens, now, reason)
-                        for i, (mid, role, body, tokens) in enumerate(rows)
-                    ],
-                )
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            finally:
-                cur.close()
+        with self._write() as cur:
+            (last,) = cur.execute(
+                "SELECT COALESCE(MAX(position), -1) FROM lgctx_archive WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchone()
+            cur.executemany(
+                "INSERT OR IGNORE INTO lgctx_archive (thread_id, namespace, message_id,"
+                " position, role, content_json, tokens, archived_at, reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (thread_id, namespace, mid, last + 1 + i, role, body, tokens, now, reason)
+                    for i, (mid, role, body, tokens) in enumerate(rows)
+                ],
+            )
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         rows = self._query(
@@ -270,17 +262,12 @@ class SQLiteArchive(SQLiteTable):
             return []
         scope = _fts.scope_token(thread_id, namespace)
         with self._lock:
-            # An upper bound of the index's row count (ids only grow): cheaper than count(*).
-            (rows,) = self._conn.execute(
-                "SELECT coalesce(max(id), 0) FROM lgctx_archive"
-            ).fetchone()
             found, _ = _fts.search(
                 self._conn,
-                vocab="lgctx_archive_vocab",
+                table="lgctx_archive",
                 ranked=_RANKED,
                 scope=scope,
                 words=words,
-                rows=rows,
                 limit=limit,
             )
             marks = ", ".join("?" * len(found))

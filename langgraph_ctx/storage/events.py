@@ -18,8 +18,9 @@ import builtins
 import json
 from collections.abc import Sequence
 
+from langgraph_ctx._workers import in_thread
 from langgraph_ctx.state import LedgerEntry
-from langgraph_ctx.storage._base import SQLiteTable, in_thread
+from langgraph_ctx.storage._base import SQLiteTable
 
 
 class SQLiteEventSink(SQLiteTable):
@@ -37,19 +38,13 @@ class SQLiteEventSink(SQLiteTable):
         ]
         if not rows:
             return
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany(
-                    "INSERT OR IGNORE INTO lgctx_events"
-                    " (thread_id, namespace, seq, kind, node, ts, data_json)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    rows,
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._write() as cur:
+            cur.executemany(
+                "INSERT OR IGNORE INTO lgctx_events"
+                " (thread_id, namespace, seq, kind, node, ts, data_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
         """Every event of one thread and namespace, in ``seq`` order."""

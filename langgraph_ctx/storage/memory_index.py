@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from langgraph_ctx.retrieval.index import Doc, query_terms, split_words
+from langgraph_ctx._workers import in_thread
+from langgraph_ctx.retrieval.index import Doc, Namespace, Ranked, Weights, query_terms, split_words
 from langgraph_ctx.retrieval.maxscore import check_limit
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage import _pgsearch as pgsearch
-from langgraph_ctx.storage._base import SQLiteTable, in_thread
+from langgraph_ctx.storage._base import SQLiteTable
 from langgraph_ctx.storage._pgtable import PgTable
 
 __all__ = ["PostgresMemoryIndex", "SQLiteMemoryIndex", "scope_key"]
@@ -44,7 +45,7 @@ LIMIT :limit
 """
 
 
-def scope_key(scope: tuple[str, ...]) -> str:
+def scope_key(scope: Namespace) -> str:
     """A scope as one string, injectively (labels may hold any character): JSON."""
     return json.dumps(list(scope), ensure_ascii=False)
 
@@ -52,30 +53,16 @@ def scope_key(scope: tuple[str, ...]) -> str:
 class SQLiteMemoryIndex(SQLiteTable):
     """A :class:`~langgraph_ctx.retrieval.index.TextIndex` in a SQLite file (or ``":memory:"``)."""
 
-    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+    def add(self, scope: Namespace, docs: Iterable[Doc]) -> None:
         rows = [(scope_key(scope), d.key, d.group, d.text) for d in docs]
         if not rows:
             return
-        with self._lock:
-            cur = self._conn.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                cur.executemany(_UPSERT, rows)
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            finally:
-                cur.close()
+        with self._write() as cur:
+            cur.executemany(_UPSERT, rows)
 
     def search(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> builtins.list[tuple[str, float]]:
+        self, scope: Namespace, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked:
         check_limit(limit)
         words = split_words(query_terms(query))
         if not words:
@@ -83,16 +70,12 @@ class SQLiteMemoryIndex(SQLiteTable):
         key = scope_key(scope)
         weights = dict(weights or {})
         with self._lock:
-            (rows,) = self._conn.execute(
-                "SELECT coalesce(max(id), 0) FROM lgctx_memory_index"
-            ).fetchone()
             found, _ = _fts.search(
                 self._conn,
-                vocab="lgctx_memory_vocab",
+                table="lgctx_memory_index",
                 ranked=_RANKED,
                 scope=_fts.scope_token(key),
                 words=words,
-                rows=rows,
                 limit=limit,
                 weight=max([1.0, *weights.values()]),
                 params={"weights": json.dumps(weights)},
@@ -134,44 +117,32 @@ class PostgresMemoryIndex(PgTable):
 
     what = "memory index"
 
-    def add(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+    def add(self, scope: Namespace, docs: Iterable[Doc]) -> None:
         params = _memory_rows(scope, docs)
         if params is not None:
             self._write(_MEMORY_PUT, params)
 
-    async def aadd(self, scope: tuple[str, ...], docs: Iterable[Doc]) -> None:
+    async def aadd(self, scope: Namespace, docs: Iterable[Doc]) -> None:
         params = _memory_rows(scope, docs)
         if params is not None:
             await self._awrite(_MEMORY_PUT, params)
 
     def search(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> builtins.list[tuple[str, float]]:
-        found: builtins.list[tuple[str, float]] = pgsearch.run(
-            _memory_search(scope, query, limit, weights), self._read
-        )
+        self, scope: Namespace, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked:
+        found: Ranked = pgsearch.run(_memory_search(scope, query, limit, weights), self._read)
         return found
 
     async def asearch(
-        self,
-        scope: tuple[str, ...],
-        query: str,
-        *,
-        limit: int = 10,
-        weights: Mapping[str, float] | None = None,
-    ) -> builtins.list[tuple[str, float]]:
-        found: builtins.list[tuple[str, float]] = await pgsearch.arun(
+        self, scope: Namespace, query: str, *, limit: int = 10, weights: Weights = None
+    ) -> Ranked:
+        found: Ranked = await pgsearch.arun(
             _memory_search(scope, query, limit, weights), self._aread
         )
         return found
 
 
-def _memory_rows(scope: tuple[str, ...], docs: Iterable[Doc]) -> tuple[Any, ...] | None:
+def _memory_rows(scope: Namespace, docs: Iterable[Doc]) -> tuple[Any, ...] | None:
     # The last write of a key in one batch wins, as it would in a loop of puts.
     latest = {d.key: d for d in docs}
     if not latest:
@@ -185,9 +156,7 @@ def _memory_rows(scope: tuple[str, ...], docs: Iterable[Doc]) -> tuple[Any, ...]
     )
 
 
-def _memory_search(
-    scope: tuple[str, ...], query: str, limit: int, weights: Mapping[str, float] | None
-) -> pgsearch.Steps:
+def _memory_search(scope: Namespace, query: str, limit: int, weights: Weights) -> pgsearch.Steps:
     check_limit(limit)
     words = split_words(query_terms(query))
     if not words:

@@ -20,12 +20,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._checks import check_instance, check_str
+from langgraph_ctx._workers import acall_with_timeout, native_async
 from langgraph_ctx.edits import is_note
 
 NOTE_TITLE = "[Working note]"
@@ -142,6 +145,8 @@ class ChatModelManager:
     """A manager that is a chat model asked for a :class:`ManagerAction`."""
 
     def __init__(self, model: BaseChatModel, *, prompt: str = MANAGER_PROMPT) -> None:
+        check_instance("ChatModelManager.model", model, BaseChatModel, "a LangChain chat model")
+        check_str("ChatModelManager.prompt", prompt)
         self.model = model
         self.prompt = prompt
         self._structured = model.with_structured_output(ManagerAction)
@@ -161,6 +166,12 @@ class ChatModelManager:
         return _modifications(self._structured.invoke(self.messages(request)))
 
     async def apropose(self, request: ManagerRequest) -> Sequence[Any]:
+        if not native_async(self.model):
+            # Its ainvoke would run it in the loop's default executor, where a hung
+            # call outlives the middleware's timeout and asyncio.run waits for it
+            # at exit: the package's bounded pool of daemon threads instead (the
+            # timeout, which cancels this await, is the caller's).
+            return await acall_with_timeout(partial(self.propose, request), None)
         return _modifications(await self._structured.ainvoke(self.messages(request)))
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langgraph_ctx._checks import check_instance, check_int
 from langgraph_ctx.compression import ExtractiveSummarizer, entities
 from langgraph_ctx.compression._tiers import tool_units
 from langgraph_ctx.edits import EditOp, is_edited, is_note
@@ -70,6 +71,12 @@ class OfflinePolicy:
             note_tokens: the working note's cap; the oldest facts go first.
             fact_tokens: the digest of one fact line.
         """
+        check_int("OfflinePolicy.stale_rounds", stale_rounds, least=1)
+        check_int("OfflinePolicy.keep_rounds", keep_rounds, least=0)
+        check_int("OfflinePolicy.note_tokens", note_tokens, least=1)
+        check_int("OfflinePolicy.fact_tokens", fact_tokens, least=1)
+        if counter is not None:
+            check_instance("OfflinePolicy.counter", counter, TokenCounter, "a TokenCounter")
         self.stale_rounds = stale_rounds
         self.keep_rounds = keep_rounds
         self.note_tokens = note_tokens

@@ -232,3 +232,22 @@ def test_persisting_a_key_the_agent_state_lacks_fails_instead_of_vanishing() -> 
     with pytest.raises(MiddlewareError, match="'persist_session'") as info:
         graph.invoke(ask(0), config("t"))
     assert "['session']" in str(info.value.__cause__)
+
+
+def test_recall_is_one_argument_and_brings_the_glimpse_tool() -> None:
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    archive = InMemoryArchive()
+    archive.put("t", [HumanMessage("The dock code is 4471.", id="m7")], reason="compressed")
+    look = AIMessage("", tool_calls=[{"name": "glimpse", "args": {"reference": "m7"}, "id": "g"}])
+    model = ScriptedChatModel(responses=[look, "4471."])
+    context = ContextMiddleware([PreflightCheck(), TieredCompression(archive=archive)], recall=True)
+    graph = create_agent(model, [], middleware=[context], checkpointer=InMemorySaver())
+    out = graph.invoke(
+        {"messages": [HumanMessage("What is the dock code?")]},
+        {"configurable": {"thread_id": "t"}},
+    )
+    assert "archived m7" in model.calls[0].messages[-1].text
+    assert out["messages"][-2].text == "[m7] The dock code is 4471."
+    with pytest.raises(ConfigurationError, match="recall"):
+        ContextMiddleware([PreflightCheck()], recall=True)

@@ -8,13 +8,27 @@ whole window, a call the provider must refuse.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 
-from langgraph_ctx import Budget, BudgetExceededError, pin
+from langgraph_ctx import (
+    Budget,
+    BudgetExceededError,
+    ContextState,
+    Pipeline,
+    PreflightCheck,
+    call_llm_node,
+    pin,
+)
+from langgraph_ctx.agent import STRATEGIES, strategy_middleware
+from langgraph_ctx.compression._ceiling import CUT_MARKER
 from langgraph_ctx.markers import is_compacted
-from langgraph_ctx.middleware.compression import CUT_MARKER
+from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.testing import ScriptedChatModel
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
 
 LIMIT = Budget.for_window(4_000).prompt_limit
@@ -63,4 +77,92 @@ def test_pinned_content_that_cannot_fit_raises_before_the_model_is_called() -> N
     assert info.value.needed > info.value.available == LIMIT
     assert len(model.calls) == calls  # never sent
     # LangGraph keeps the input; nothing of the failed call is persisted.
+    assert graph.get_state(config).values["messages"] == [*before, giant]
+
+
+def graph_with(strategy: str | None, *, window: int = 4_000) -> tuple[Any, Any, InMemoryArchive]:
+    """A graph with pre-flight and ``strategy`` from the agent's registry (``None``: no
+    strategy at all, pre-flight alone)."""
+    model = ScriptedChatModel(default="ok", report_usage=False)
+    archive = InMemoryArchive()
+    layers: list[Any] = [PreflightCheck()]
+    if strategy is not None:
+        layers.append(strategy_middleware(strategy, archive=archive))
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    pipeline = Pipeline(layers, budget=Budget.for_window(window))
+    return pipeline.attach(builder).compile(checkpointer=InMemorySaver()), model, archive
+
+
+@pytest.mark.parametrize("strategy", [*STRATEGIES, None])
+def test_whatever_the_strategy_the_prompt_sent_stays_within_the_limit(strategy: str | None) -> None:
+    """Before, the ceiling lived in TieredCompression: with no strategy, a result
+    larger than the window went out whole (18K tokens to a 4K window)."""
+    graph, model, archive = graph_with(strategy)
+    thread = f"any-{strategy}"
+    config = cfg(thread)
+    graph.invoke({"messages": [HumanMessage("Audit the open invoices.", id="task")]}, config)
+    exchange = big_result("call_0", 900)
+    assert COUNTER.count_message(exchange[1]) > 4 * 4_000
+    graph.invoke({"messages": exchange}, config)
+    for call in model.calls:
+        assert COUNTER.count_messages(list(call.messages)) <= LIMIT
+    sent = list(model.calls[-1].messages)
+    assert next(m.id for m in sent if m.type == "human") == "task"
+    [result] = [m for m in sent if isinstance(m, ToolMessage)]
+    assert result.tool_call_id == "call_0"  # reduced (digest, extraction), still paired
+    # Nothing lost: the original is in the history, or archived under its id.
+    state = {m.id: m for m in graph.get_state(config).values["messages"]}
+    kept = state.get("r-call_0")
+    assert kept == exchange[1] or archive.get(thread, "r-call_0") == exchange[1]
+
+
+def test_without_a_strategy_the_prompt_is_fitted_and_the_history_kept_whole() -> None:
+    graph, model, _ = graph_with(None)
+    config = cfg("none-history")
+    graph.invoke({"messages": [HumanMessage("Audit the open invoices.", id="task")]}, config)
+    for k in range(6):  # an old exchange per turn, then one too large
+        graph.invoke({"messages": [HumanMessage(f"Turn {k}: " + FILLER * 3, id=f"u{k}")]}, config)
+    graph.invoke({"messages": big_result("call_0", 900)}, config)
+    sent = list(model.calls[-1].messages)
+    assert COUNTER.count_messages(sent) <= LIMIT
+    [entry, *_] = events(graph, config, "ceiling_enforced")
+    assert entry["scope"] == "prompt" and entry["total_after"] <= LIMIT
+    history = graph.get_state(config).values["messages"]
+    assert "r-call_0" in {m.id for m in history}
+    whole = next(m for m in history if m.id == "r-call_0")
+    assert not is_compacted(whole)  # the checkpoint keeps what the tool returned
+    assert all(m.id in {h.id for h in history} for m in sent if m.id)  # nothing invented
+
+
+def test_an_unpinned_message_larger_than_the_window_is_cut_for_the_call_not_refused() -> None:
+    """Before, this raised BudgetExceededError: the ceiling reduced tool results
+    only, and the current turn's own text was over the limit (a needless refusal:
+    nothing in it was pinned)."""
+    graph, model, _ = make_graph(window=4_000)
+    config = cfg("huge-user")
+    graph.invoke({"messages": [HumanMessage("Read the contract.", id="task")]}, config)
+    huge = HumanMessage("Contract text: " + FILLER * 80, id="huge")
+    assert COUNTER.count_message(huge) > 4_000
+    graph.invoke({"messages": [huge]}, config)
+    sent = list(model.calls[-1].messages)
+    assert COUNTER.count_messages(sent) <= LIMIT
+    cut = next(m for m in sent if m.id == "huge")
+    assert CUT_MARKER in cut.text and cut.text.startswith("Contract text:")
+    [entry] = events(graph, config, "ceiling_enforced")
+    assert entry["scope"] == "prompt" and entry["cut"] == ["huge"]
+    history = graph.get_state(config).values["messages"]
+    assert next(m for m in history if m.id == "huge") == huge  # whole in the history
+
+
+def test_pinned_content_over_the_limit_is_refused_without_a_strategy_too() -> None:
+    graph, model, _ = graph_with(None)
+    config = cfg("none-pinned")
+    graph.invoke({"messages": [HumanMessage("Read the contract.", id="task")]}, config)
+    before = graph.get_state(config).values["messages"]
+    giant = pin(HumanMessage("Contract text: " + FILLER * 80, id="giant"))
+    with pytest.raises(BudgetExceededError) as info:
+        graph.invoke({"messages": [giant]}, config)
+    assert info.value.available == LIMIT and len(model.calls) == 1
     assert graph.get_state(config).values["messages"] == [*before, giant]

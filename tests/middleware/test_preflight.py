@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -12,6 +13,7 @@ from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import (
     Budget,
+    BudgetExceededError,
     ContextState,
     Pipeline,
     PreflightCheck,
@@ -91,7 +93,8 @@ def test_red_zone_and_rebalanced_allocation() -> None:
     seen, spy = reports_seen()
     graph = graph_with(ScriptedChatModel(default="ok"), window=4_000, later=[spy])
     big = HumanMessage("audit line item 42 amount $1,234.56 " * 400, id="big")
-    graph.invoke({"messages": [big]}, {"configurable": {"thread_id": "b"}})
+    with pytest.raises(BudgetExceededError):  # the task alone is over the prompt limit
+        graph.invoke({"messages": [big]}, {"configurable": {"thread_id": "b"}})
     (report,) = seen
     assert report.zone == "red"
     assert "messages" in report.over  # still over after borrowing every surplus

@@ -28,6 +28,7 @@ from langgraph_ctx import (
     is_summary,
 )
 from langgraph_ctx.compression.summarizers import ExtractiveSummarizer
+from langgraph_ctx.markers import summary_info
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 
@@ -125,7 +126,7 @@ def test_a_ready_prepared_summary_is_applied_and_equals_the_synchronous_one() ->
         history = s.messages()
         assert history[0].id == "u0"
         assert [is_summary(m) for m in history[1:3]] == [True, False]
-        covered = [part.split("=")[0] for part in history[1].text.split("\n", 1)[1].split("; ")]
+        covered = (summary_info(history[1]) or {})["covers"]
         assert all(s.archive.get("t", i) is not None for i in covered)
         sent = {f"{k}{i}" for i in range(int(history[-2].id[1:]) + 1) for k in "ua"}
         assert sent - {m.id for m in history} == {i for i in covered if i[0] in "ua"}
@@ -149,7 +150,9 @@ def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
     # The crossing turn lands far past the red line: the synchronous plan would
     # compress more than the span prepared ahead covers (well under 75% of it),
     # yet applying the prepared summary leaves the history well under the line.
-    sessions = [Session(summarizer=Terse(), max_summary_layers=1, prepare_ahead=p) for p in (1, 0)]
+    sessions = [
+        Session(summarizer=Terse(), max_summary_layers=1, prepare_ahead=p) for p in (True, False)
+    ]
     ahead, synchronous = sessions
     i = until_compressed(ahead, 0)
     while ahead.pending() is None:

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._checks import check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY
 from langgraph_ctx.middleware.placement import (
@@ -77,13 +78,10 @@ class ThinkSettings:
 
     def __post_init__(self) -> None:
         for name in ("tau", "alpha"):
-            value = getattr(self, name)
+            value = check_number(f"ThinkSettings.{name}", getattr(self, name))
             if not 0.0 <= value <= 1.0:
                 raise ConfigurationError(f"ThinkSettings.{name}", f"must be in [0, 1], got {value}")
-        if self.max_rounds < 1:
-            raise ConfigurationError(
-                "ThinkSettings.max_rounds", f"must be >= 1, got {self.max_rounds}"
-            )
+        check_int("ThinkSettings.max_rounds", self.max_rounds, least=1)
 
 
 def update_confidence(confidence: float, gain: float, alpha: float) -> float:

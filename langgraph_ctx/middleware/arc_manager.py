@@ -1,0 +1,464 @@
+"""ARC: a checklist and an interaction memory kept by a context manager, reorganized
+by reflection when the agent stalls.
+
+The history is kept as the actor should see it (paper, section 3.3)::
+
+    system prompt, task, [Checklist], [Interaction memory], the last interaction, raw
+
+Checklist and memory are pinned messages right after the task (rewritable, never
+deleted), so they are checkpointed with the history. An interaction is one
+agent message and what followed it (its tool results, a user's reply).
+
+Every call of the node, before the actor's model call:
+
+1. the interactions before the last one are **folded** into the memory by the
+   manager's incremental update (one entry appended; older memory text is never
+   rewritten) and the checklist updated; their messages leave the active
+   history through the edit core (archived first, tool pairs whole). When a
+   stall signal fires (:mod:`~langgraph_ctx.strategies.arc_signals`) or the
+   manager flags it, **reflection** rewrites memory and checklist together, as
+   a second edit: the memory it replaced is archived under its id, and
+   :meth:`ReflectiveContextManager.undo_reflection` puts it back. Ledger:
+   ``context_edit`` for each edit, ``arc_reflection`` with its triggers;
+2. the fold of the last interaction is started **in the background**, while the
+   actor's call runs (the paper runs them in parallel); the next call only
+   waits for it if it has not finished, at most ``wait`` seconds, and otherwise
+   goes on with the previous memory (the unfolded interaction stays raw:
+   ``arc_update_late``). Without a job to wait for (the first call after a
+   restart: jobs live in memory only) the fold runs synchronously, so a process
+   killed mid-update loses nothing but that work.
+
+A manager that raises leaves everything as it was (``arc_update_failed``); the
+chat-model manager falls back to the offline one by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
+from langgraph_ctx.compression import _prepare
+from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, note, protected_ids
+from langgraph_ctx.markers import KEY, pin
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.strategies import (
+    ArcManager,
+    ChatModelArcManager,
+    ChecklistItem,
+    Folded,
+    FoldSettings,
+    OfflineArcManager,
+    StallState,
+    UpdateRequest,
+    afold,
+    fold,
+    memory_body,
+    render_checklist,
+    render_memory,
+    stamped,
+)
+
+CHECKLIST_ID = "lgctx-arc-checklist"
+MEMORY_ID = "lgctx-arc-memory"
+_JOB = "arc:job"
+"""The session scratch key of the fold under way (memory only)."""
+
+
+class ReflectiveContextManager(Middleware):
+    """Keeps ARC's checklist and interaction memory; the actor sees the last interaction raw."""
+
+    name = "arc"
+    priority = 30
+    """Compression's slot, as AdaCoM's: after pre-flight and tool eviction, before
+    recall, whose ephemeral block must never reach the persisted rewrite."""
+    default_nodes = ("call_llm",)
+    reads = ("messages",)
+    writes = ("messages", "context_ledger")
+
+    def __init__(
+        self,
+        *,
+        manager: ArcManager | BaseChatModel | None = None,
+        archive: MessageArchive | None = None,
+        in_background: bool = True,
+        wait: float = 10.0,
+        timeout: float | None = 60.0,
+        stall_turns: int = 6,
+        memory_tokens: int | None = None,
+        memory_share: float = 0.4,
+        background: str = "",
+        pin_task: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        """
+        Args:
+            manager: a chat model (asked through structured output), an
+                :class:`~langgraph_ctx.strategies.ArcManager`, or ``None`` for the
+                offline manager.
+            archive: where folded interactions and replaced memories go. Default:
+                in-process.
+            in_background: fold the last interaction while the actor's call runs;
+                ``False``: fold it at the start of the next call.
+            wait: seconds the next call waits for a background fold still under way.
+            timeout: seconds a synchronous fold may take, and the age at which a
+                background one is given up and done again; ``None``: no limit.
+            stall_turns: updates in a row with no checklist change that trigger
+                reflection.
+            memory_tokens: the memory's cap (reflection condenses it past it);
+                ``None``: ``memory_share`` of the budget's message allocation.
+            memory_share: see ``memory_tokens``.
+            background: a paragraph added to a chat-model manager's instructions.
+            pin_task: the session's first user message is pinned.
+        """
+        super().__init__(**kwargs)
+        if isinstance(manager, BaseChatModel):
+            manager = ChatModelArcManager(manager)
+        methods = ("checklist_for", "update", "aupdate", "reflect", "areflect")
+        self.manager: ArcManager = (
+            OfflineArcManager()
+            if manager is None
+            else check_has("manager", manager, methods, "an ARC manager or a chat model")
+        )
+        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
+        self.in_background = check_bool("in_background", in_background)
+        self.wait = check_number("wait", wait, least=0.0)
+        self.timeout = check_timeout("timeout", timeout)
+        self.stall_turns = check_int("stall_turns", stall_turns, least=1)
+        if memory_tokens is not None:
+            check_int("memory_tokens", memory_tokens, least=50)
+        self.memory_tokens = memory_tokens
+        self.memory_share = check_number("memory_share", memory_share, above=0.0, below=1.0)
+        self.background = background
+        self.pin_task = pin_task
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        check_rewritable(builder, type(self).__name__)
+
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        at = self._layout(list(view.get("messages") or ()))
+        if at is None:
+            return view  # no task yet: nothing to keep
+        if at.created:
+            ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *at.messages])
+        view = view.replace(messages=at.messages)
+        job: _Job | None = ctx.session.scratch.pop(_JOB, None)
+        if job is not None and not job.fits(at):
+            job.discard()  # its interaction or the memory changed: never applied stale
+            job = None
+        if job is not None and len(at.interactions) < 2:
+            ctx.session.scratch[_JOB] = job  # its interaction is still the last: not yet
+            return view
+        if job is not None:
+            try:
+                folded = yield IOCall(
+                    partial(job.result, self.wait), partial(job.aresult, self.wait)
+                )
+            except TimeoutError:
+                if self.timeout is None or job.age() < self.timeout:
+                    ctx.session.scratch[_JOB] = job
+                    ctx.record("arc_update_late", {"waited": self.wait, "raw": len(at.raw)})
+                    return view  # the previous memory; the interaction stays raw
+                job.discard()
+                ctx.record("arc_update_failed", {"reason": "timeout", "seconds": job.age()})
+            except Exception as exc:
+                ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
+            else:
+                view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
+                at = self._layout(list(view["messages"])) or at
+        # One interaction at a time, oldest first, whatever ran before (a restart, a
+        # failed job): the same updates a session that never stopped makes.
+        while len(at.interactions) >= 2:
+            request, stall, settings = self._request(at, at.interactions[0], ctx)
+            try:
+                folded = yield IOCall(
+                    partial(fold, self.manager, request, stall, settings),
+                    partial(afold, self.manager, request, stall, settings),
+                    timeout=self.timeout,
+                )
+            except Exception as exc:
+                ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
+                return view
+            view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
+            after = self._layout(list(view["messages"]))
+            if after is None or after.raw == at.raw:
+                return view  # the edit was refused (recorded): stop, the call goes on
+            at = after
+        if self.in_background:
+            self._start(view, ctx)
+        return view
+
+    def original(
+        self, thread_id: str, message_id: str, *, namespace: str = ""
+    ) -> BaseMessage | None:
+        """Any message this middleware took out of a thread's active state."""
+        return self.archive.get(thread_id, message_id, namespace=namespace)
+
+    def undo_reflection(
+        self, thread_id: str, messages: Sequence[BaseMessage], *, namespace: str = ""
+    ) -> list[BaseMessage]:
+        """``messages`` with the last reflection undone: its memory and checklist
+        replaced by the ones it rewrote, from the archive. Write the result back
+        with ``graph.update_state(config, {"messages": [RemoveMessage(REMOVE_ALL_MESSAGES),
+        *result]})``. Raises ``LookupError`` if no reflection produced them."""
+        out = list(messages)
+        undone = 0
+        for i, m in enumerate(out):
+            state = _arc(m)
+            if not state.get("reflected"):
+                continue
+            sources = m.additional_kwargs[KEY]["edited"]["from"]
+            before = self.archive.get(thread_id, sources[0], namespace=namespace)
+            if before is None:
+                raise LookupError(f"the archive has no {sources[0]!r} for thread {thread_id!r}")
+            out[i], undone = before, undone + 1
+        if not undone:
+            raise LookupError("no message here was written by a reflection")
+        return out
+
+    # -- the steps -------------------------------------------------------------
+
+    def _layout(self, messages: list[BaseMessage]) -> _Layout | None:
+        task = next(
+            (i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not _arc(m)),
+            None,
+        )
+        if task is None:
+            return None
+        checklist = next((m for m in messages if _arc(m).get("kind") == "checklist"), None)
+        memory = next((m for m in messages if _arc(m).get("kind") == "memory"), None)
+        created = checklist is None or memory is None
+        if created:
+            items = self.manager.checklist_for(messages[task].text)
+            checklist = checklist or _state_message(
+                CHECKLIST_ID, render_checklist(items), _checklist_state(items, StallState())
+            )
+            memory = memory or _state_message(MEMORY_ID, render_memory(""), {"kind": "memory"})
+            rest = [m for m in messages[task + 1 :] if m.id not in (checklist.id, memory.id)]
+            messages = [*messages[: task + 1], checklist, memory, *rest]
+        assert checklist is not None and memory is not None
+        protected = protected_ids(messages, pin_task=self.pin_task)
+        raw = [
+            m
+            for m in messages[task + 1 :]
+            if m is not checklist and m is not memory and str(m.id) not in protected
+        ]
+        return _Layout(messages, messages[task], checklist, memory, raw, created)
+
+    def _request(
+        self, at: _Layout, span: Sequence[BaseMessage], ctx: CallContext
+    ) -> tuple[UpdateRequest, StallState, FoldSettings]:
+        stall = StallState.from_json(_arc(at.checklist).get("stall"))
+        cap = self.memory_tokens or max(50, int(self.memory_share * ctx.budget.messages))
+        request = UpdateRequest(
+            task=at.task.text,
+            checklist=at.items,
+            memory=memory_body(at.memory.text),
+            interaction=tuple(span),
+            turn=stall.turn + 1,
+            memory_tokens=cap,
+            background=self.background,
+        )
+        settings = FoldSettings(
+            count=ctx.counter.count_text, stall_turns=self.stall_turns, memory_full=cap
+        )
+        return request, stall, settings
+
+    def _absorb(
+        self, view: View, ctx: CallContext, at: _Layout, span: Sequence[BaseMessage], folded: Folded
+    ) -> Hook[View]:
+        """Fold ``span`` in (one edit), then apply the reflection if any (a second one)."""
+        turn = folded.stall.turn
+        body = "\n".join(x for x in (memory_body(at.memory.text), stamped(turn, folded.entry)) if x)
+        ops = [
+            EditOp(
+                tuple(str(m.id) for m in span),
+                None,
+                f"interaction folded into the memory at turn {turn}",
+                "",
+            ),
+            EditOp((str(at.memory.id),), None, "incremental update", render_memory(body), _MEMORY),
+            EditOp(
+                (str(at.checklist.id),),
+                None,
+                "checklist update",
+                render_checklist(folded.checklist),
+                {"arc": _checklist_state(folded.checklist, folded.stall)},
+            ),
+        ]
+        about = {"arc": "update", "turn": turn}
+        edited, plan = yield from self._edit(view, ctx, ops if span else ops[1:], about)
+        if plan is None or folded.reflection is None:
+            return edited
+        after = self._layout(list(edited["messages"]))
+        assert after is not None
+        reflection = folded.reflection
+        items = reflection.checklist or list(folded.checklist)
+        marks = {"arc": {**_checklist_state(items, folded.stall), "reflected": True}}
+        ops = [
+            EditOp(
+                (str(after.memory.id),),
+                None,
+                f"reflection: {reflection.rationale}",
+                render_memory(reflection.memory.strip()),
+                {"arc": {"kind": "memory", "reflected": True}},
+            ),
+            EditOp((str(after.checklist.id),), None, "reflection", render_checklist(items), marks),
+        ]
+        about = {"arc": "reflection", "turn": turn, "triggers": list(folded.triggers)}
+        reflected, done = yield from self._edit(edited, ctx, ops, about)
+        if done is not None:
+            ctx.record(
+                "arc_reflection",
+                {
+                    **about,
+                    "rationale": reflection.rationale,
+                    "replaced": [str(after.memory.id), str(after.checklist.id)],
+                    "by": [a.new_id for a in done.applied],
+                },
+            )
+        return reflected
+
+    def _edit(
+        self, view: View, ctx: CallContext, ops: list[EditOp], about: dict[str, Any]
+    ) -> Hook[tuple[View, Any]]:
+        return (
+            yield from apply_edits(
+                view,
+                ctx,
+                ops,
+                archive=self.archive,
+                source=self.name,
+                pin_task=self.pin_task,
+                data=about,
+            )
+        )
+
+    def _start(self, view: View, ctx: CallContext) -> None:
+        """Start folding what is raw now, while the actor's call runs."""
+        if _JOB in ctx.session.scratch:
+            return  # one under way already (late): the next call absorbs it first
+        at = self._layout(list(view["messages"]))
+        if at is None or not at.raw:
+            return
+        span = at.interactions[0]
+        request, stall, settings = self._request(at, span, ctx)
+        run = partial(fold, self.manager, request, stall, settings)
+        # A chat model does I/O worth a task on the loop; the offline manager is CPU
+        # work, which would stall the loop: a thread of the package's pool.
+        arun = partial(afold, self.manager, request, stall, settings)
+        is_model = isinstance(self.manager, ChatModelArcManager)
+        future, task = _prepare.in_background(run, arun if is_model else None)
+        base = (str(at.checklist.id), str(at.memory.id))
+        job = _Job(_prepare.span_key(span), base, future, task, time.monotonic())
+        ctx.session.scratch[_JOB] = job
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    messages: list[BaseMessage]
+    """The history, with checklist and memory (made now if ``created``)."""
+    task: BaseMessage
+    checklist: BaseMessage
+    memory: BaseMessage
+    raw: list[BaseMessage]
+    """The interactions not yet folded, in order (pinned messages aside)."""
+    created: bool
+
+    @property
+    def items(self) -> tuple[ChecklistItem, ...]:
+        found = _arc(self.checklist).get("items") or ()
+        return tuple(ChecklistItem.model_validate(i) for i in found)
+
+    @property
+    def interactions(self) -> list[list[BaseMessage]]:
+        """The raw messages, one list per interaction; all but the last may be folded."""
+        return _interactions(self.raw)
+
+
+@dataclass(slots=True)
+class _Job:
+    """A fold under way in the background (memory only)."""
+
+    span: _prepare.SpanKey
+    base: tuple[str, str]
+    """The checklist's and the memory's ids it was made from."""
+    future: concurrent.futures.Future[Folded]
+    task: asyncio.Task[Any] | None
+    started: float
+
+    def fits(self, at: _Layout) -> bool:
+        """Whether it still folds the first raw interaction, as it is, into this memory."""
+        ids = (str(at.checklist.id), str(at.memory.id))
+        first = at.interactions[0] if at.raw else []
+        return ids == self.base and _prepare.span_key(first) == self.span
+
+    def age(self) -> float:
+        return round(time.monotonic() - self.started, 3)
+
+    def result(self, wait: float) -> Folded:
+        if self.task is not None and not self.future.done():
+            raise TimeoutError("the fold runs on an event loop this call cannot wait for")
+        try:
+            return self.future.result(timeout=wait)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the fold took over {wait} s") from None
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):
+            raise RuntimeError("the fold was cancelled") from None
+
+    async def aresult(self, wait: float) -> Folded:
+        try:
+            waiting = asyncio.shield(asyncio.wrap_future(self.future))
+            return await asyncio.wait_for(waiting, wait)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the fold took over {wait} s") from None
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):
+            raise RuntimeError("the fold was cancelled") from None
+
+    def discard(self) -> None:
+        self.future.cancel()
+        if self.task is not None:
+            self.task.cancel()
+
+
+_MEMORY = {"arc": {"kind": "memory"}}
+
+
+def _arc(message: BaseMessage) -> dict[str, Any]:
+    marks = message.additional_kwargs.get(KEY)
+    found = marks.get("arc") if isinstance(marks, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _checklist_state(items: Sequence[ChecklistItem], stall: StallState) -> dict[str, Any]:
+    return {"kind": "checklist", "items": [i.model_dump() for i in items], "stall": stall.to_json()}
+
+
+def _state_message(message_id: str, text: str, state: dict[str, Any]) -> BaseMessage:
+    return pin(note(HumanMessage(text, id=message_id, additional_kwargs={KEY: {"arc": state}})))
+
+
+def _interactions(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
+    """``messages`` cut before each agent message: one interaction each (what comes
+    before the first agent message is one too)."""
+    out: list[list[BaseMessage]] = []
+    for m in messages:
+        if isinstance(m, AIMessage) or not out:
+            out.append([m])
+        else:
+            out[-1].append(m)
+    return out
+
+
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

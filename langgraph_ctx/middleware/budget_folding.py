@@ -1,0 +1,343 @@
+"""BACM: the agent sees its budget before each observation and folds its past steps.
+
+Before a model call, in order (see :mod:`langgraph_ctx.strategies.bacm` for
+blocks, the budget state and the fold action):
+
+1. **The agent's fold.** If the agent's last message called ``fold``
+   (:func:`~langgraph_ctx.strategies.fold_tool`), the fold is applied now,
+   before the observations of the same step are shown: through the edit core
+   (originals archived first, tool pairs whole, pinned messages untouched),
+   and the tool's answer is rewritten to say what was folded, or why nothing
+   was (an unknown id, the current step, an empty ``merged``).
+2. **The policy's fold.** When the prompt with the pending observation would
+   reach ``decide_at`` of the red line, the policy (the offline rule, or a chat
+   model through structured output) is given the budget state and the blocks,
+   without the observation's text, and its fold is applied the same way, to
+   bring the prompt to ``target`` of the red line.
+3. **The guard.** If the prompt is still at or over the red line, tiered
+   compression runs (:class:`TieredCompression`, with its hard ceiling), and
+   ``fold_guard`` in the ledger says so with the numbers: the budget is never
+   exceeded silently.
+4. **What the model sees** (ephemeral: the checkpoint never has it): each
+   block's first message starts with ``[step cXXXXX]``, and the first pending
+   observation (else a last user turn) starts with the budget line
+   ``b_t = (used, remaining, pending)``. Both after the stable prefix: the tags
+   are the same bytes on every call, and the budget line is in the newest
+   message, so a provider's prompt cache keeps everything before it.
+
+Ledger: ``fold`` for every decision (``by``: agent or policy; ``kind``: null,
+partial, full or refused; the commit ids and the budget state), with the
+edit core's ``context_edit``; ``fold_failed`` when the policy raised or timed
+out; ``fold_guard`` when the guard ran.
+
+Cost per call: a pass over the active history (held to the budget by the
+folds), and the policy only near the line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from pydantic import ValidationError
+
+from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, is_edited, is_note
+from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.strategies import (
+    FOLD_TOOL,
+    BudgetState,
+    ChatModelFoldPolicy,
+    CommitBlock,
+    FoldAction,
+    FoldPolicy,
+    FoldRefused,
+    FoldRequest,
+    OfflineFoldPolicy,
+    commit_blocks,
+    fold_kind,
+    fold_ops,
+    fold_tool,
+)
+
+
+class BudgetAwareFolding(Middleware):
+    """Shows the agent its budget state and folds its past steps to keep it."""
+
+    name = "bacm"
+    priority = 30
+    """Compression's slot: after pre-flight, before recall and placement."""
+    default_nodes = ("call_llm", "think")
+    requires = (PreflightCheck,)
+    reads = ("messages",)
+    writes = ("messages", "context_ledger")
+
+    def __init__(
+        self,
+        *,
+        policy: FoldPolicy | BaseChatModel | None = None,
+        archive: MessageArchive | None = None,
+        decide_at: float | None = 0.9,
+        target: float = 0.6,
+        guard: TieredCompression | None = None,
+        show_budget: bool = True,
+        pin_task: bool = True,
+        timeout: float | None = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        """
+        Args:
+            policy: a chat model (asked for a fold through structured output), a
+                policy with ``decide``/``adecide``, or ``None`` for the offline rule.
+            archive: where folded originals go (the guard's too). Default: in-process.
+            decide_at: consult the policy when used + pending reaches this share
+                of the red line; ``None``: never (the agent folds alone, the
+                guard stays).
+            target: a policy's fold brings used + pending to this share of it.
+            guard: the compression that runs when the prompt is still over the
+                red line. Default: :class:`TieredCompression` on ``archive``.
+            show_budget: tag the blocks and show the budget line to the model.
+            pin_task: the session's first user message is pinned.
+            timeout: seconds the policy may take; past them, no fold.
+        """
+        super().__init__(**kwargs)
+        if decide_at is not None and not 0.0 < decide_at <= 1.0:
+            raise ConfigurationError("decide_at", f"must be in (0, 1] or None, got {decide_at}")
+        if not 0.0 < target <= (decide_at or 1.0):
+            raise ConfigurationError(
+                "target", f"must be in (0, decide_at], got {target} (decide_at={decide_at})"
+            )
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError("timeout", f"must be > 0 or None, got {timeout}")
+        if isinstance(policy, BaseChatModel):
+            policy = ChatModelFoldPolicy(policy)
+        self.policy: FoldPolicy = policy if policy is not None else OfflineFoldPolicy()
+        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
+        self.guard = guard or TieredCompression(archive=self.archive, prepare_ahead=False)
+        self.decide_at = decide_at
+        self.target = target
+        self.show_budget = show_budget
+        self.pin_task = pin_task
+        self.timeout = timeout
+        self.tools = (fold_tool(),)
+        """Tools the agent needs bound: ``fold``."""
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        check_rewritable(builder, type(self).__name__)
+
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        view = yield from self._agent_fold(view, ctx)
+        view = yield from self._policy_fold(view, ctx)
+        if not self.show_budget:
+            return (yield from self._guard(view, ctx))
+        # Counted before the guard looks, since what is sent includes it; the line
+        # itself shows the prompt without it, as pre-flight measured it.
+        cost = self._display_cost(view, ctx)
+        before = ctx.measured().total
+        shown = ctx.adjust_usage("messages", cost).total - before
+        view = yield from self._guard(view, ctx)
+        return self._shown(view, ctx, shown)
+
+    def original(
+        self, thread_id: str, message_id: str, *, namespace: str = ""
+    ) -> BaseMessage | None:
+        """Any message a fold (or the guard) removed from a thread's active state."""
+        return self.archive.get(thread_id, message_id, namespace=namespace)
+
+    def budget_state(self, messages: Sequence[BaseMessage], ctx: CallContext) -> BudgetState:
+        """``b_t`` of ``messages`` from pre-flight's report: used + pending is its total."""
+        report = ctx.measured()
+        raw = sum(ctx.session.cache.count_of(m) for m in _pending(messages))
+        pending = min(report.total, math.ceil(raw * report.calibration))
+        return BudgetState(used=report.total - pending, pending=pending, limit=ctx.budget.red_line)
+
+    # -- the steps -------------------------------------------------------------
+
+    def _agent_fold(self, view: View, ctx: CallContext) -> Hook[View]:
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        found = _fold_request(messages)
+        if found is None:
+            return view
+        call, acks = found
+        blocks = self._blocks(messages, ctx)
+        state = self.budget_state(messages, ctx)
+        current = _current(blocks, messages)
+        try:
+            action = _parse(call.get("args"))
+            ops, ids = fold_ops(action, blocks, current, by="agent")
+            kind: str = fold_kind(action)
+            outcome = (
+                f"Folded steps {', '.join(ids)} into one block; the originals are archived."
+                if ids
+                else "Nothing folded (NONE)."
+            )
+        except FoldRefused as exc:
+            ops, ids, kind = [], [], "refused"
+            outcome = f"Fold refused: {exc}. Nothing was changed."
+        ops.append(EditOp((str(acks[0].id),), None, "the fold's outcome", outcome))
+        for extra in acks[1:]:
+            why = "Fold refused: one fold per step; the first one was applied."
+            ops.append(EditOp((str(extra.id),), None, "the fold's outcome", why))
+        about = {"by": "agent", "kind": kind, "commits": ids, **state.as_dict()}
+        if kind == "refused":
+            about["reason"] = outcome
+        ctx.record("fold", about)
+        edited, plan = yield from apply_edits(
+            view, ctx, ops, archive=self.archive, source=self.name, pin_task=self.pin_task
+        )
+        return view if plan is None else edited
+
+    def _policy_fold(self, view: View, ctx: CallContext) -> Hook[View]:
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        state = self.budget_state(messages, ctx)
+        if self.decide_at is None or state.used + state.pending < self.decide_at * state.limit:
+            return view
+        blocks = self._blocks(messages, ctx)
+        calibration = max(ctx.measured().calibration, 1e-6)
+        excess = state.used + state.pending - self.target * state.limit
+        request = FoldRequest(
+            blocks=blocks,
+            current=_current(blocks, messages),
+            state=state,
+            excess=max(0, math.ceil(excess / calibration)),
+            task=next((m for m in messages if m.type == "human"), None),
+        )
+        try:
+            answer = yield IOCall(
+                partial(self.policy.decide, request),
+                partial(self.policy.adecide, request),
+                timeout=self.timeout,
+            )
+        except Exception as exc:
+            reason = "timeout" if isinstance(exc, TimeoutError) else "error"
+            ctx.record("fold_failed", {"reason": reason, "error": f"{type(exc).__name__}: {exc}"})
+            return view
+        try:
+            action = _parse(answer)
+            ops, ids = fold_ops(action, blocks, request.current, by="policy")
+        except FoldRefused as exc:
+            ctx.record("fold", {"by": "policy", "kind": "refused", "reason": str(exc)})
+            return view
+        kind = fold_kind(action)
+        ctx.record("fold", {"by": "policy", "kind": kind, "commits": ids, **state.as_dict()})
+        if not ops:
+            return view
+        edited, plan = yield from apply_edits(
+            view, ctx, ops, archive=self.archive, source=self.name, pin_task=self.pin_task
+        )
+        return view if plan is None else edited
+
+    def _guard(self, view: View, ctx: CallContext) -> Hook[View]:
+        if ctx.measured().total < ctx.budget.red_line:
+            return view
+        state = self.budget_state(list(view.get("messages") or ()), ctx)
+        ctx.record("fold_guard", {**state.as_dict(), "fallback": "TieredCompression"})
+        return (yield from self.guard.before(view, ctx))
+
+    def _shown(self, view: View, ctx: CallContext, display: int) -> View:
+        """Block ids on each block's first message, the budget line before the observation.
+        ``display``: what they add to the report's total, left out of the line."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        if not messages:
+            return view
+        state = self.budget_state(messages, ctx)
+        state = dataclasses.replace(state, used=state.used - display)
+        tags = {str(b.messages[0].id): b.id for b in self._blocks(messages, ctx)}
+        out = [
+            _prefixed(m, f"[step {tags[str(m.id)]}]") if str(m.id) in tags else m for m in messages
+        ]
+        at = _line_at(messages)
+        if at is not None:
+            out[at] = _prefixed(out[at], state.line())
+        return view.replace(messages=out)
+
+    def _display_cost(self, view: View, ctx: CallContext) -> int:
+        """Raw tokens :meth:`_shown` adds: the budget line and one tag per block."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        if not messages:
+            return 0
+        line = BudgetState(used=10**6, pending=10**6, limit=10**6).line()  # widest numbers
+        tags = len(self._blocks(messages, ctx)) * ctx.counter.count_text("[step c00000]\n")
+        return tags + (ctx.counter.count_text(line) if _line_at(messages) is not None else 0)
+
+    def _blocks(self, messages: Sequence[BaseMessage], ctx: CallContext) -> list[CommitBlock]:
+        return commit_blocks(messages, ctx.session.cache.count_of, pin_task=self.pin_task)
+
+
+def _last_ai(messages: Sequence[BaseMessage]) -> int:
+    """The agent's last message (a plan note of the think node is not one)."""
+    found = (i for i, m in enumerate(messages) if isinstance(m, AIMessage) and not is_note(m))
+    return max(found, default=-1)
+
+
+def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What the agent has not seen: tool results (not fold's) and user turns after its
+    last message. The task, pinned, is never pending."""
+    last = _last_ai(messages)
+    calls = messages[last].tool_calls if last >= 0 else []  # type: ignore[attr-defined]
+    folds = {c["id"] for c in calls if c["name"] == FOLD_TOOL}
+    first_human = next((m for m in messages if m.type == "human"), None)
+    return [
+        m
+        for m in messages[last + 1 :]
+        if (isinstance(m, ToolMessage) and m.tool_call_id not in folds)
+        or (m.type == "human" and m is not first_human)
+    ]
+
+
+def _line_at(messages: Sequence[BaseMessage]) -> int | None:
+    """Where the budget line goes: the first pending message, else a last user turn or result."""
+    pending = _pending(messages)
+    at = messages.index(pending[0]) if pending else len(messages) - 1
+    return at if messages[at].type in ("tool", "human") else None
+
+
+def _current(blocks: Sequence[CommitBlock], messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """The blocks never folded now: the agent's last step, and what came after it."""
+    last = _last_ai(messages)
+    later = {id(m) for m in messages[max(last, 0) :]} if last >= 0 else {id(m) for m in messages}
+    return frozenset(b.id for b in blocks if id(b.messages[0]) in later)
+
+
+def _fold_request(
+    messages: Sequence[BaseMessage],
+) -> tuple[dict[str, Any], list[ToolMessage]] | None:
+    """The agent's last fold call and the answers to its fold calls, if not yet applied."""
+    last = _last_ai(messages)
+    if last < 0:
+        return None
+    calls = [c for c in messages[last].tool_calls if c["name"] == FOLD_TOOL]  # type: ignore[attr-defined]
+    answers = {m.tool_call_id: m for m in messages[last + 1 :] if isinstance(m, ToolMessage)}
+    acks = [answers[c["id"]] for c in calls if c["id"] in answers]
+    if not acks or is_edited(acks[0]) or acks[0].status == "error":
+        return None  # already applied, or the tool itself refused it
+    first = next(c for c in calls if answers.get(c["id"]) is acks[0])
+    return dict(first), acks
+
+
+def _parse(value: Any) -> FoldAction:
+    if isinstance(value, FoldAction):
+        return value
+    try:
+        return FoldAction.model_validate(value)
+    except ValidationError as exc:
+        raise FoldRefused(
+            'commit_ids must be "NONE", "ALL" or a list of step ids, and merged a text'
+        ) from exc
+
+
+def _prefixed(message: BaseMessage, text: str) -> BaseMessage:
+    content = message.content
+    if isinstance(content, str):
+        new: Any = f"{text}\n{content}" if content else text
+    else:
+        new = [{"type": "text", "text": text}, *content]
+    return message.model_copy(update={"content": new})

@@ -1,0 +1,249 @@
+"""PACE: show each past step at the granularity its relevance to the next step earns.
+
+Before each model call: the steps completed since the last call get their key
+vector (one encoder call, with the query) and a background job for their
+summaries; every older step (all but the last ``recent``) is scored against the
+query (the task, the latest user message, the latest step), and shown in full,
+as a detailed or brief summary, or as a placeholder, by thresholds that rise
+with pressure (:mod:`langgraph_ctx.strategies.pace`); the whole is kept within
+the message budget. Summaries are never waited for: one not ready yet leaves
+the step in full, or a placeholder if that does not fit.
+
+All of it is ephemeral: the assembled messages are this call's view, and the
+history in the checkpoint is never rewritten, so nothing is lost and a step
+shown as a placeholder is one ``glimpse`` away
+(:class:`~langgraph_ctx.middleware.Glimpse` with a
+:class:`~langgraph_ctx.strategies.pace_glimpse.StepSource`). What resume needs
+(each step's key vector and summaries) is checkpointed under ``pace_chunks``,
+keyed by step id, as it is made.
+
+Ledger: one ``pace_context`` entry per call (steps, the level counts, pressure,
+thresholds, scorer, summaries pending, tokens before and after);
+``pace_scorer_failed`` when the encoder raised or timed out (that call weighs
+every step alike).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+from langgraph_ctx._checks import check_has
+from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
+from langgraph_ctx.middleware.preflight import PreflightCheck
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.strategies.pace import (
+    FULL,
+    LEVELS,
+    PaceSettings,
+    fit,
+    pressure,
+    select,
+    thresholds,
+)
+from langgraph_ctx.strategies.pace_scorer import (
+    EmbeddingScorer,
+    Scorer,
+    default_scorer,
+    relative_weights,
+    unit,
+)
+from langgraph_ctx.strategies.pace_steps import CHANNEL, PaceSession, Step
+from langgraph_ctx.strategies.pace_summaries import start
+
+BLOCK_TOKENS = 30
+"""Room kept for the condensed blocks' title and message overhead."""
+KEYS_PER_CALL = 64
+"""Most new keys encoded in one call (a resumed session without records catches
+up over a few calls; a step not keyed yet weighs as the average)."""
+
+
+class PredictiveExtraction(Middleware):
+    """Assembles each model call's context from the steps at PACE's granularities."""
+
+    name = "pace"
+    priority = 30
+    """Compression's slot: after pre-flight, before recall and placement."""
+    default_nodes = ("call_llm", "think")
+    requires = (PreflightCheck,)
+    reads = ("messages",)
+    writes = (CHANNEL, "context_ledger")
+
+    def __init__(
+        self,
+        *,
+        scorer: Scorer | Embeddings | None = None,
+        summarizer: Summarizer | BaseChatModel | None = None,
+        settings: PaceSettings | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """
+        Args:
+            scorer: any LangChain ``Embeddings``, or a :class:`~langgraph_ctx.strategies.
+                pace_scorer.Scorer`. Default: all-MiniLM-L6-v2 if the ``embeddings``
+                extra is installed, else the lexical scorer.
+            summarizer: makes the detailed and brief summaries, in the background: a
+                chat model, a summarizer, or ``None`` for the extractive one.
+            settings: PACE's parameters (:class:`~langgraph_ctx.strategies.PaceSettings`).
+        """
+        super().__init__(**kwargs)
+        if isinstance(scorer, Embeddings):
+            scorer = EmbeddingScorer(scorer)
+        self.scorer: Scorer = check_has(
+            "scorer", scorer or default_scorer(), ("encode", "aencode"), "a scorer or Embeddings"
+        )
+        if isinstance(summarizer, BaseChatModel):
+            summarizer = ChatModelSummarizer(summarizer)
+        self.summarizer: Summarizer = check_has(
+            "summarizer",
+            summarizer or ExtractiveSummarizer(),
+            ("summarize", "asummarize"),
+            "a summarizer or chat model",
+        )
+        self.settings = settings or PaceSettings()
+
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        messages = view.get("messages") or []
+        session: PaceSession = ctx.session.scratch.setdefault(f"{self.name}:session", PaceSession())
+        count_text = ctx.counter.count_text
+        sealed = session.update(messages, ctx.session.cache.count_of, count_text)
+        restored = None
+        if not session.restored:
+            restored = session.restore(view.get(CHANNEL) or {}, self.scorer.name, count_text)
+        changed = self._harvest(session, count_text)
+        self._summarize(session, sealed, messages)
+        scored = session.steps[: -self.settings.recent]
+        weights, failed = np.zeros(0), None
+        if scored:
+            weights, failed, keyed = yield from self._weigh(session, scored, messages)
+            changed.update(keyed)
+        if changed:
+            records = {s.id: session.record(s, self.scorer.name) for s in changed.values()}
+            ctx.persist(self.name, **{CHANNEL: records})
+        if failed is not None:
+            ctx.record("pace_scorer_failed", {"scorer": self.scorer.name, "error": failed})
+        if not scored:
+            return view
+        return self._assemble(view, ctx, session, scored, weights, restored)
+
+    # -- the steps -------------------------------------------------------------
+
+    def _harvest(self, session: PaceSession, count_text: Any) -> dict[str, Step]:
+        """Summaries finished since the last call (never waited for)."""
+        done: dict[str, Step] = {}
+        waiting = []
+        for step in session.pending:
+            assert step.job is not None
+            outcome = step.job.outcome(self.settings.summary_timeout)
+            if outcome is None:
+                waiting.append(step)
+                continue
+            step.job = None
+            if isinstance(outcome, str):  # failed or timed out: full or placeholder
+                step.summary_failed = True
+                continue
+            session.set_summaries(step, *outcome, count_text)
+            done[step.id] = step
+        session.pending = waiting
+        return done
+
+    def _summarize(self, session: PaceSession, sealed: list[Step], messages: Any) -> None:
+        s = self.settings
+        for step in sealed:
+            if step.detailed is None and step.job is None and not step.summary_failed:
+                batch = messages[step.start : step.end]
+                step.job = start(self.summarizer, batch, s.detailed_tokens, s.brief_tokens)
+                session.pending.append(step)
+
+    def _weigh(
+        self, session: PaceSession, scored: list[Step], messages: Any
+    ) -> Hook[tuple[np.ndarray, str | None, dict[str, Step]]]:
+        """Relative weights of the scored steps; the error if the scorer failed; the
+        steps newly keyed."""
+        chars = self.settings.text_chars
+        missing = np.flatnonzero(~_padded(session.keyed, len(scored)))[-KEYS_PER_CALL:]
+        todo = [scored[i] for i in missing.tolist()]
+        part = chars // 3
+        latest = session.text(session.steps[-1], messages, part)
+        query = "\n".join([session.task[:part], session.last_user[:part], latest])
+        texts = [session.text(step, messages, chars) for step in todo]
+        try:
+            keys, q = yield IOCall(
+                partial(self.scorer.encode, texts, query),
+                partial(self.scorer.aencode, texts, query),
+                timeout=self.settings.scorer_timeout,
+            )
+        except Exception as exc:
+            return np.ones(len(scored)), f"{type(exc).__name__}: {exc}", {}
+        for step, key in zip(todo, keys, strict=True):
+            session.set_key(step.number, unit(key))
+        query_vector = unit(q)
+        m = len(scored)
+        keyed = _padded(session.keyed, m)
+        if session.keys.shape[1] != query_vector.size or not keyed.any():
+            return np.ones(m), None, {s.id: s for s in todo}
+        scores = session.keys[:m] @ query_vector
+        scores[~keyed] = scores[keyed].mean()  # not keyed yet: average relevance
+        weights = relative_weights(scores, self.settings.temperature)
+        return weights, None, {s.id: s for s in todo}
+
+    def _assemble(
+        self,
+        view: View,
+        ctx: CallContext,
+        session: PaceSession,
+        scored: list[Step],
+        weights: np.ndarray,
+        restored: int | None,
+    ) -> View:
+        s = self.settings
+        report = ctx.measured()
+        calibration = max(report.calibration, 1e-6)
+        others = report.total - report.used.get("messages", 0)
+        room = min(report.allocation["messages"], ctx.budget.red_line - others)
+        budget = max(0, int(room / calibration))
+        recent = sum(step.tokens for step in session.steps[len(scored) :])
+        fixed = session.head_tokens + recent + BLOCK_TOKENS
+        previous = session.previous_tokens or session.head_tokens
+        p = pressure(len(session.steps), s.expected_steps, previous, budget)
+        limits = thresholds(s, p)
+        table = session.table[: len(scored)]
+        whole = int(table[:, FULL].sum())
+        if not s.condense_when_fits and fixed + whole <= budget:
+            levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
+        else:
+            levels = fit(select(weights, limits), table, weights, budget - fixed)
+        chosen = table[np.arange(len(scored)), levels]
+        sent = fixed + int(chosen[chosen > 0].sum())
+        session.previous_tokens = sent
+        messages = session.assemble(view["messages"], scored, levels.tolist())
+        ctx.adjust_usage("messages", sent - session.total)
+        counts = np.bincount(levels, minlength=len(LEVELS))
+        data: dict[str, Any] = {
+            "steps": len(session.steps),
+            "scored": len(scored),
+            **{level: int(n) for level, n in zip(LEVELS, counts, strict=True)},
+            "pressure": round(p, 3),
+            "thresholds": [round(x, 3) for x in limits],
+            "scorer": self.scorer.name,
+            "summaries_pending": len(session.pending),
+            "tokens_before": session.total,
+            "tokens_after": sent,
+            "budget": budget,
+        }
+        if restored is not None:
+            data["restored"] = restored
+        ctx.record("pace_context", data)
+        return view.replace(messages=messages)
+
+
+def _padded(flags: np.ndarray, n: int) -> np.ndarray:
+    """The first ``n`` of ``flags``, False past its end."""
+    out = np.zeros(n, dtype=bool)
+    k = min(n, len(flags))
+    out[:k] = flags[:k]
+    return out

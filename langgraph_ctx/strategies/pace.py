@@ -1,0 +1,149 @@
+"""PACE (arXiv "Predictive Adaptive Context Extraction"): which representation each
+past step gets in the next call.
+
+Every step (chunk) has four representations: full, a detailed summary, a brief
+1-2 sentence summary, and a placeholder (its id and a few words). With relative
+weights ``w`` from the scorer (:mod:`~langgraph_ctx.strategies.pace_scorer`):
+
+- pressure ``P = min(1, max(t / T_max, |C_{t-1}| / B))`` (eq. 6): steps so far
+  against the expected task length, and the previous context against the budget;
+- thresholds ``(alpha, beta, gamma) * (1 + lambda * P)``;
+- select (eq. 7): full if ``w > gamma``, detailed if ``w > beta``, brief if
+  ``w > alpha``, placeholder otherwise;
+- a summary not made yet falls back to full (section 3.4), and then
+- :func:`fit` keeps the whole within the message budget: the least relevant step
+  first goes down one available level at a time, then the next; when every step
+  is a placeholder and it is still over, the least relevant placeholders are left
+  out (their ids stay in sequence, so ``glimpse`` still reaches them).
+
+Only the decision lives here (numbers in, levels out); the middleware
+(:class:`langgraph_ctx.middleware.PredictiveExtraction`) gathers the numbers and
+assembles the messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from langgraph_ctx._checks import check_int, check_number
+from langgraph_ctx.errors import ConfigurationError
+
+FULL, DETAILED, BRIEF, PLACEHOLDER, OMITTED = range(5)
+LEVELS = ("full", "detailed", "brief", "placeholder", "omitted")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PaceSettings:
+    """PACE's parameters; the defaults are the paper's."""
+
+    recent: int = 2
+    """N: the last steps always shown in full (and left out of scoring)."""
+    temperature: float = 0.3
+    """tau of the softmax: low, so weight concentrates on the top steps."""
+    thresholds: tuple[float, float, float] = (0.4, 0.8, 1.5)
+    """(alpha, beta, gamma) at zero pressure: brief, detailed, full above them."""
+    adaptation: float = 0.5
+    """lambda: thresholds grow by ``1 + lambda * P`` (appendix C.2; 0.7-1.0 for
+    sessions of thousands of steps)."""
+    expected_steps: int = 100
+    """T_max: the expected task length in steps (the paper uses the 95th percentile
+    of its validation tasks)."""
+    detailed_tokens: int = 200
+    """Budget of a detailed summary."""
+    brief_tokens: int = 40
+    """Budget of a brief one (1-2 sentences)."""
+    text_chars: int = 2_000
+    """L_max: characters of a step (and of each part of the query) given to the
+    encoder; MiniLM reads about the first 1,000 anyway."""
+    summary_timeout: float = 60.0
+    """Seconds a background summary may take before it is given up (the step then
+    stays at full or placeholder)."""
+    condense_when_fits: bool = False
+    """Whether to condense low-relevance steps while the whole history fits the
+    message budget. The paper always does; by default we send a history that fits
+    as it is, since nothing needs to give way yet (on tau-bench at 4K the paper's
+    rule dropped gold values that every other strategy kept)."""
+    scorer_timeout: float | None = 10.0
+    """Seconds the query and new keys may take to encode; past them the call is
+    made with every step at equal weight."""
+
+    def __post_init__(self) -> None:
+        check_int("recent", self.recent, least=1)
+        check_number("temperature", self.temperature, above=0.0)
+        check_number("adaptation", self.adaptation, least=0.0)
+        check_int("expected_steps", self.expected_steps, least=1)
+        check_int("detailed_tokens", self.detailed_tokens, least=10)
+        check_int("brief_tokens", self.brief_tokens, least=5)
+        check_int("text_chars", self.text_chars, least=100)
+        check_number("summary_timeout", self.summary_timeout, above=0.0)
+        if not isinstance(self.condense_when_fits, bool):
+            raise ConfigurationError(
+                "condense_when_fits", f"expected a bool, got {self.condense_when_fits!r}"
+            )
+        if self.scorer_timeout is not None:
+            check_number("scorer_timeout", self.scorer_timeout, above=0.0)
+        t = self.thresholds
+        if len(t) != 3 or not all(isinstance(x, (int, float)) and x > 0 for x in t):
+            raise ConfigurationError("thresholds", f"expected 3 positive numbers, got {t!r}")
+        if not t[0] < t[1] < t[2]:
+            raise ConfigurationError("thresholds", f"must increase (alpha < beta < gamma), got {t}")
+
+
+def pressure(steps: int, expected_steps: int, previous_tokens: int, budget: int) -> float:
+    """Eq. 6, clipped to [0, 1]: task progress or budget use, whichever is higher."""
+    fill = previous_tokens / budget if budget > 0 else 1.0
+    return min(1.0, max(steps / expected_steps, fill, 0.0))
+
+
+def thresholds(settings: PaceSettings, p: float) -> tuple[float, float, float]:
+    """The thresholds under pressure ``p``."""
+    scale = 1.0 + settings.adaptation * p
+    alpha, beta, gamma = settings.thresholds
+    return alpha * scale, beta * scale, gamma * scale
+
+
+def select(weights: np.ndarray, limits: tuple[float, float, float]) -> np.ndarray:
+    """Eq. 7: the level of each step from its relative weight."""
+    alpha, beta, gamma = limits
+    levels = np.full(weights.shape, PLACEHOLDER, dtype=np.int8)
+    levels[weights > alpha] = BRIEF
+    levels[weights > beta] = DETAILED
+    levels[weights > gamma] = FULL
+    return levels
+
+
+def fit(levels: np.ndarray, tokens: np.ndarray, weights: np.ndarray, budget: int) -> np.ndarray:
+    """Levels whose total fits ``budget``, lowered from the least relevant step first.
+
+    ``tokens[i, level]`` is what step ``i`` costs at each level, ``-1`` where that
+    representation does not exist yet (a summary still being made): such a level
+    is skipped, and a step selected at it is shown in full if that fits.
+    """
+    levels = levels.copy()
+    rows = np.arange(len(levels))
+    missing = tokens[rows, levels] < 0
+    levels[missing] = FULL  # the paper's fallback: full, or placeholder if over budget
+    cost = tokens[rows, levels]
+    total = int(cost.sum())
+    if total <= budget:
+        return levels
+    order = np.argsort(weights, kind="stable")  # least relevant first
+    table = tokens.tolist()
+    current = levels.tolist()
+    for i in order.tolist():
+        row, level = table[i], current[i]
+        while level < PLACEHOLDER and total > budget:
+            lower = next(k for k in range(level + 1, OMITTED) if row[k] >= 0)
+            total += row[lower] - row[level]
+            level = lower
+        current[i] = level
+        if total <= budget:
+            return np.asarray(current, dtype=np.int8)
+    for i in order.tolist():  # every step a placeholder, still over: leave some out
+        total -= table[i][PLACEHOLDER]
+        current[i] = OMITTED
+        if total <= budget:
+            break
+    return np.asarray(current, dtype=np.int8)

@@ -1,0 +1,201 @@
+"""Recall from the archive: what compression took out comes back when the question needs it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+
+from langgraph_ctx import (
+    Budget,
+    ContextState,
+    Pipeline,
+    PreflightCheck,
+    TieredCompression,
+    call_llm_node,
+)
+from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_summary
+from langgraph_ctx.middleware.recall import MemoryRecall
+from langgraph_ctx.retrieval.memory import MemoryBank
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.testing import ScriptedChatModel
+
+FACT = "The vault code for the Lisbon office is ZX-4471."
+QUESTION = "What is the vault code for the Lisbon office?"
+
+
+def filler(i: int) -> list[BaseMessage]:
+    return [
+        HumanMessage(f"Turn {i}: please log shipment {i} for route {i % 37}.", id=f"u{i}"),
+        AIMessage(f"Logged shipment {i} on route {i % 37}.", id=f"a{i}"),
+    ]
+
+
+class Agent:
+    """Pre-flight, compression, recall over compression's archive; the model says 'ok'."""
+
+    def __init__(
+        self,
+        *,
+        budget: Budget | None = None,
+        bank: MemoryBank | None = None,
+        archive: MessageArchive | None = None,
+        **recall: Any,
+    ) -> None:
+        self.archive = archive if archive is not None else InMemoryArchive()
+        self.model = ScriptedChatModel(default="ok", report_usage=False)
+        layers = [
+            PreflightCheck(),
+            TieredCompression(archive=self.archive),
+            MemoryRecall(bank, archive=self.archive, **recall),
+        ]
+        builder = StateGraph(ContextState)
+        builder.add_node("call_llm", call_llm_node(self.model))
+        builder.add_edge(START, "call_llm")
+        pipeline = Pipeline(layers, budget=budget or Budget.for_messages(1_500, window=16_000))
+        self.graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+
+    def send(self, messages: list[BaseMessage], thread: str = "t", **config: Any) -> None:
+        configurable = {"thread_id": thread, **config}
+        self.graph.invoke({"messages": messages}, {"configurable": configurable})
+
+    def history(self, thread: str = "t") -> list[BaseMessage]:
+        state = self.graph.get_state({"configurable": {"thread_id": thread}})
+        return list(state.values["messages"])
+
+    def recalled(self) -> str:
+        """The recall block of the last model call ('' if none)."""
+        last = self.model.calls[-1].messages
+        return next((m.text for m in last if m.text.startswith(RECALL_PREFIX)), "")
+
+
+def test_a_fact_compressed_away_5000_turns_earlier_comes_back_when_asked() -> None:
+    agent = Agent()
+    agent.send([HumanMessage("Start the shipment log.", id="task"), HumanMessage(FACT, id="fact")])
+    for start in range(0, 5_000, 100):  # 100 turns an invoke: the same history, faster
+        agent.send([m for i in range(start, start + 100) for m in filler(i)])
+    history = agent.history()
+    assert "fact" not in {m.id for m in history}  # compressed away
+    assert agent.archive.get("t", "fact") is not None
+    agent.send([HumanMessage(QUESTION, id="q")])
+    block = agent.recalled()
+    assert "ZX-4471" in block and "archived fact" in block
+    assert "in summary #" in block  # the summary that replaced it is named
+    # Ephemeral: the model saw it, the checkpoint never did.
+    assert not any(m.text.startswith(RECALL_PREFIX) for m in agent.history())
+
+
+def test_what_the_history_still_holds_is_not_recalled_again() -> None:
+    agent = Agent()
+    agent.send([HumanMessage(FACT, id="fact")])
+    agent.send([HumanMessage(QUESTION, id="q")])
+    assert "ZX-4471" not in agent.recalled()  # in plain view: nothing to bring back
+
+
+def test_the_block_fits_the_auxiliary_budget_and_the_red_line() -> None:
+    agent = Agent(max_tokens=120)
+    agent.send([HumanMessage("Start.", id="task")])
+    agent.send([HumanMessage(f"{FACT} " + "Padding words about vaults. " * 200, id="fact")])
+    for start in range(0, 600, 100):
+        agent.send([m for i in range(start, start + 100) for m in filler(i)])
+    agent.send([HumanMessage(QUESTION, id="q")])
+    ledger = agent.graph.get_state({"configurable": {"thread_id": "t"}}).values["context_ledger"]
+    recall = [e["data"] for e in ledger if e["kind"] == "recall"][-1]
+    assert 0 < recall["tokens"] <= 120 and recall["archived"] == 1
+    assert "ZX-4471" in agent.recalled()  # the passage that matches, not the padding
+
+
+def test_without_a_user_id_the_archive_is_still_recalled_and_the_ledger_says_why() -> None:
+    agent = Agent(bank=MemoryBank())
+    agent.send([HumanMessage("Start.", id="task"), HumanMessage(FACT, id="fact")])
+    for start in range(0, 400, 100):
+        agent.send([m for i in range(start, start + 100) for m in filler(i)])
+    agent.send([HumanMessage(QUESTION, id="q")])
+    assert "ZX-4471" in agent.recalled()
+    ledger = agent.graph.get_state({"configurable": {"thread_id": "t"}}).values["context_ledger"]
+    [said] = [e["data"] for e in ledger if e["kind"] == "recall_scope"]  # once a session
+    assert said == {"missing": ["user_id"], "recall": "archive recall only (thread scope)"}
+
+
+def test_the_best_memory_is_recalled_wherever_it_sits_among_100_000() -> None:
+    planted = {
+        0: ("The loading dock code is 4471.", "What is the code of the loading dock?"),
+        49_999: ("The backup generator lives in room B12.", "Where is the backup generator?"),
+        99_999: ("Maria prefers calls after 3 pm.", "When does Maria prefer calls?"),
+    }
+    texts = [f"Shift log {i}: pump {i % 89} checked on line {i % 97}." for i in range(100_000)]
+    for at, (fact, _) in planted.items():
+        texts[at] = fact
+    bank = MemoryBank()
+    bank.remember_many(("ana",), texts)
+    agent = Agent(bank=bank, max_tokens=200)
+    for n, (fact, question) in enumerate(planted.values()):
+        agent.send([HumanMessage(question, id=f"q{n}")], user_id="ana")
+        assert fact in agent.recalled()
+
+
+LETTERS = st.sampled_from(["alpha", "bravo", "charlie"])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    facts=st.lists(st.tuples(LETTERS, LETTERS, st.integers(0, 9_999)), min_size=1, max_size=8),
+    thread=LETTERS,
+    user=LETTERS,
+)
+def test_recall_never_crosses_a_thread_or_a_scope(
+    facts: list[tuple[str, str, int]], thread: str, user: str
+) -> None:
+    # Every fact answers the same question, in some thread's archive and some user's
+    # memories; only the asking thread's and the asking user's may come back.
+    archive, bank = InMemoryArchive(), MemoryBank()
+    for n, (where, who, code) in enumerate(facts):
+        text = f"The vault code is {where}-{who}-{code}."
+        archive.put(where, [HumanMessage(text, id=f"f{n}")], reason="compressed")
+        bank.remember((who,), text)
+    agent = Agent(bank=bank, archive=archive)
+    agent.send([HumanMessage("What is the vault code?", id="q")], thread=thread, user_id=user)
+    lines = [line for line in agent.recalled().splitlines() if "vault code is" in line]
+    # What is the asker's own is found; nothing else ever is.
+    assert bool(lines) == any(where == thread or who == user for where, who, _ in facts)
+    for line in lines:
+        where, who, _ = line.rsplit(" ", 1)[1].rstrip(".").split("-")
+        if line.startswith("- [archived"):
+            assert where == thread, (line, thread)
+        else:
+            assert line.startswith("- [observation]") and who == user, (line, user)
+
+
+def test_recall_of_the_same_turn_is_stable_and_searches_once() -> None:
+    calls: list[str] = []
+
+    class Counting(InMemoryArchive):
+        def search(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append(args[1])
+            return super().search(*args, **kwargs)
+
+    agent = Agent(archive=Counting())
+    agent.archive.put("t", [HumanMessage(FACT, id="old")], reason="compressed into summary #1")
+    agent.send([HumanMessage(QUESTION, id="q")])
+    first = agent.recalled()
+    agent.send([AIMessage("", id="a", tool_calls=[]), SystemMessage("tool done", id="s")])
+    assert agent.recalled() == first and len(calls) == 1
+
+
+def test_a_snippet_names_the_summary_that_replaced_it() -> None:
+    agent = Agent()
+    agent.send([HumanMessage("Start.", id="task"), HumanMessage(FACT, id="fact")])
+    for start in range(0, 300, 100):
+        agent.send([m for i in range(start, start + 100) for m in filler(i)])
+    hit = agent.archive.search("t", QUESTION)[0]
+    assert hit.message_id == "fact" and hit.reason.startswith("compressed into summary #")
+    seq = int(hit.reason.rsplit("#", 1)[1])
+    # That summary names it: in the history still, or archived when a meta-summary took it.
+    summary = next((m for m in agent.history() if m.id == f"lgctx-summary-{seq}"), None)
+    summary = summary or agent.archive.get("t", f"lgctx-summary-{seq}")
+    assert summary is not None and is_summary(summary)
+    assert "fact" in summary.additional_kwargs[KEY]["summary"]["covers"]

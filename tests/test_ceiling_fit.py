@@ -1,0 +1,46 @@
+"""The prompt ceiling's reduction (``fit_prompt``), on random histories: what it
+returns is what a provider accepts and keeps everything pinned, whatever it is
+asked to free."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.compression._ceiling import fit_prompt
+from langgraph_ctx.compression._tiers import repair_pairs, split_tiers
+from langgraph_ctx.tokens import TokenCounter
+from tests.fuzz_sessions import provider_rejects
+from tests.test_tiers import histories
+
+COUNTER = TokenCounter()
+
+
+@settings(max_examples=60, deadline=None)
+@given(histories(), st.integers(1, 6_000), st.booleans(), st.booleans())
+def test_a_fitted_prompt_keeps_pairs_and_pinned_and_frees_what_it_says(
+    history: list[BaseMessage], over: int, history_only: bool, memo: bool
+) -> None:
+    prompt, _ = repair_pairs(history)  # as pre-flight hands it on
+    assert provider_rejects(prompt) is None
+    fit = fit_prompt(
+        prompt,
+        over,
+        COUNTER.count_message,
+        COUNTER,
+        history=history_only,
+        memo={} if memo else None,
+    )
+    assert provider_rejects(fit.messages) is None  # no pair split, in either direction
+    pinned = split_tiers(prompt).pinned
+    assert all(any(m is p for m in fit.messages) for p in pinned)  # untouched, in place
+    ids = [str(m.id) for m in prompt]
+    assert [str(m.id) for m in fit.messages] == [i for i in ids if i not in fit.omitted]
+    if history_only:
+        assert not fit.omitted  # a persisted history never loses a message here
+    saved = COUNTER.count_messages(prompt) - COUNTER.count_messages(fit.messages)
+    assert saved == fit.tokens_before - fit.tokens_after
+    if fit.over <= 0:
+        assert saved >= over  # it freed what it was asked to
+    assert {str(m.id) for m in fit.originals} == set(fit.reduced)
