@@ -10,6 +10,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
+# Measure the checkout this script belongs to, not whichever copy of the package
+# is installed (an editable install may point at another worktree).
+sys.path.insert(0, str(BENCH_DIR.parent))
 RESULTS_DIR = BENCH_DIR / "results"
 PACKAGES = ("langgraph-ctx", "langgraph", "langchain", "langchain-core", "tiktoken")
 

@@ -48,7 +48,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from preflight_cost import message_stream
 
-from langgraph_ctx import Budget, Pipeline
+from langgraph_ctx import Budget, Pipeline, tokens
+from langgraph_ctx._workers import POOL
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
@@ -66,6 +67,34 @@ QUICK_TURNS = {100: 8, 1_000: 6, 10_000: 3, 100_000: 2}
 WINDOW = 2_000_000_000  # never compresses: this measures the path that does not
 MEMORIES = 1_000
 _node_cpu: list[float] = []  # the node inside the pipeline: taken out of its time
+_pool_cpu = [0.0]  # CPU the package's worker pool spent (recall's search runs there)
+
+
+def _count_pool_cpu() -> None:
+    """Add the CPU time of every job of the package's pool to ``_pool_cpu``.
+
+    Our own time is the CPU of the thread running the node plus that of the
+    jobs it hands the pool: not the process's, which also counts LangGraph's
+    background thread writing the previous checkpoint meanwhile (the default
+    ``durability="async"``)."""
+    submit = POOL.submit
+
+    def counted(fn: Any) -> Any:
+        def run() -> Any:
+            start = time.thread_time()
+            try:
+                return fn()
+            finally:
+                _pool_cpu[0] += time.thread_time() - start
+
+        return submit(run)
+
+    POOL.submit = counted  # type: ignore[method-assign]
+
+
+def _cpu() -> float:
+    """This thread's CPU time plus the pool's (see :func:`_count_pool_cpu`)."""
+    return time.thread_time() + _pool_cpu[0]
 
 
 class TimedPipeline(Pipeline):
@@ -77,44 +106,41 @@ class TimedPipeline(Pipeline):
         self.samples: list[tuple[float, float]] = []  # (cpu, wall) seconds
 
     def invoke_node(self, ctx: CallContext, inner: Any) -> Any:
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall = self._start
         _node_cpu.clear()
         out = super().invoke_node(ctx, inner)
         node_cpu, node_wall = _node_cpu or [(0.0, 0.0)]
-        self.samples.append(
-            (time.process_time() - cpu - node_cpu, time.perf_counter() - wall - node_wall)
-        )
+        self.samples.append((_cpu() - cpu - node_cpu, time.perf_counter() - wall - node_wall))
         return out
 
     def context_for(self, *args: Any, **kwargs: Any) -> CallContext:
-        cpu, wall = time.process_time(), time.perf_counter()
-        ctx = super().context_for(*args, **kwargs)
-        self._lookup = (time.process_time() - cpu, time.perf_counter() - wall)
-        return ctx
+        self._start = _cpu(), time.perf_counter()  # the session lookup is ours too
+        return super().context_for(*args, **kwargs)
 
 
 def _time_preflight(pipeline: Pipeline) -> list[tuple[float, float]]:
-    """Time ``PreflightCheck.check`` alone inside ``pipeline``."""
+    """Time pre-flight alone inside ``pipeline``: its whole ``before`` hook (the
+    history's token total, the tool-pair check, the usage report)."""
     samples: list[tuple[float, float]] = []
     mw = next(
         ly.middleware for ly in pipeline._registered if isinstance(ly.middleware, PreflightCheck)
     )
-    check = mw.check
+    before = mw.before
 
     def timed(view: Any, ctx: CallContext) -> Any:
-        cpu, wall = time.process_time(), time.perf_counter()
-        out = check(view, ctx)
-        samples.append((time.process_time() - cpu, time.perf_counter() - wall))
+        cpu, wall = _cpu(), time.perf_counter()
+        out = before(view, ctx)
+        samples.append((_cpu() - cpu, time.perf_counter() - wall))
         return out
 
-    mw.check = timed  # type: ignore[method-assign]
+    mw.before = timed  # type: ignore[method-assign]
     return samples
 
 
 def _reply(state: Any) -> dict[str, Any]:
-    cpu, wall = time.process_time(), time.perf_counter()
+    cpu, wall = _cpu(), time.perf_counter()
     out = {"messages": [AIMessage("ok", id=str(uuid.uuid4()))]}
-    _node_cpu[:] = [time.process_time() - cpu, time.perf_counter() - wall]
+    _node_cpu[:] = [_cpu() - cpu, time.perf_counter() - wall]
     return out
 
 
@@ -159,19 +185,24 @@ class Peers:
         self.samples: dict[str, list[tuple[float, float]]] = {"summ": [], "approx": []}
 
     def node(self, state: Any) -> dict[str, Any]:
-        for name, fn in (
+        peers = [
             ("summ", lambda: self.summ.before_model(state, None)),  # type: ignore[arg-type]
             ("approx", lambda: count_tokens_approximately(state["messages"])),
-        ):
-            cpu, wall = time.process_time(), time.perf_counter()
+        ]
+        # Whoever touches the freshly loaded messages first pays their cache misses:
+        # the two take turns, as pre-flight (always first in its graph) does not.
+        if len(self.samples["summ"]) % 2:
+            peers.reverse()
+        for name, fn in peers:
+            cpu, wall = _cpu(), time.perf_counter()
             fn()
-            self.samples[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+            self.samples[name].append((_cpu() - cpu, time.perf_counter() - wall))
         return {"messages": [AIMessage("ok", id=str(uuid.uuid4()))]}
 
 
 def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str, Any]:
     """One size on one checkpointer: every contestant on its own thread, interleaved."""
-    history = list(_take(message_stream(seed=size, prefix=f"h{size}-"), size))
+    history = _whole(message_stream(seed=size, prefix=f"h{size}-"), size)
     ours, recall, peers = _pipeline(False), _pipeline(True), Peers()
     preflight = _time_preflight(ours)
     pb = StateGraph(ContextState)
@@ -197,16 +228,16 @@ def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str,
     for k in peers.samples:
         peers.samples[k].clear()
     steps: dict[str, list[tuple[float, float]]] = {name: [] for name in graphs}
-    fresh = message_stream(seed=size + 1, prefix=f"n{size}-")
+    fresh = _turn_inputs(message_stream(seed=size + 1, prefix=f"n{size}-"))
     names = list(graphs)
     for t in range(turns):
         new = next(fresh)
         shift = t % len(names)
         for name in names[shift:] + names[:shift]:
-            message = new.model_copy(update={"id": f"{new.id}-{name}"})
+            inputs = [m.model_copy(update={"id": f"{m.id}-{name}"}) for m in new]
             gc.collect()
             cpu, wall = time.process_time(), time.perf_counter()
-            graphs[name].invoke({"messages": [message]}, configs[name])
+            graphs[name].invoke({"messages": inputs}, configs[name])
             steps[name].append((time.process_time() - cpu, time.perf_counter() - wall))
     return {
         "bare step": steps["bare"],
@@ -222,6 +253,26 @@ def cost_at(saver: BaseCheckpointSaver[Any], size: int, turns: int) -> dict[str,
 def _take(it: Iterator[BaseMessage], n: int) -> Iterator[BaseMessage]:
     for _ in range(n):
         yield next(it)
+
+
+def _whole(it: Iterator[BaseMessage], n: int) -> list[BaseMessage]:
+    """About ``n`` messages, ending where no tool call waits for its result."""
+    history = list(_take(it, n))
+    while getattr(history[-1], "tool_calls", None):
+        history.append(next(it))
+    return history
+
+
+def _turn_inputs(it: Iterator[BaseMessage]) -> Iterator[list[BaseMessage]]:
+    """One turn's input: the stream's messages up to and including the next user
+    message (a tool call arrives with its result, as an agent's loop makes them),
+    so the node's reply never lands between a call and its result."""
+    turn: list[BaseMessage] = []
+    for message in it:
+        turn.append(message)
+        if message.type == "human":
+            yield turn
+            turn = []
 
 
 @contextmanager
@@ -324,10 +375,13 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
         grown = _rss() - base
         live = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        cache = 0
+        idle: list[int] = []
+        active: list[int] = []
         if pipeline is not None:
-            cache = sum(s.cache.nbytes() for s in pipeline._sessions.values())
-        print(json.dumps({"rss": grown, "cache": cache, "live": live}))
+            for session in pipeline._sessions.values():
+                held = active if id(session.cache) in tokens._active else idle
+                held.append(session.cache.nbytes())
+        print(json.dumps({"rss": grown, "live": live, "idle": idle, "active": active}))
 
 
 def _rss() -> int:
@@ -346,34 +400,36 @@ def rss_section(threads: int, size: int) -> list[str]:
         out[attached] = json.loads(proc.stdout.strip().splitlines()[-1])
     extra = out[True]["rss"] - out[False]["rss"]
     live = out[True]["live"] - out[False]["live"]
+    idle, active = out[True]["idle"], out[True]["active"]
     return [
         f"{threads} threads of {size:,} messages, 2 turns each, one process per row "
         "(RSS growth from the first invoke to the end, after `gc.collect()`):",
         "",
         *table(
-            ["graph", "RSS growth MB", "live Python heap MB", "token caches, own accounting"],
+            ["graph", "RSS growth MB", "live Python heap MB"],
             [
                 [
                     "without the pipeline",
                     f"{out[False]['rss'] / 1e6:.1f}",
                     f"{out[False]['live'] / 1e6:.2f}",
-                    "-",
                 ],
                 [
                     "with the pipeline",
                     f"{out[True]['rss'] / 1e6:.1f}",
                     f"{out[True]['live'] / 1e6:.2f}",
-                    f"{out[True]['cache'] / 1e3:.1f} KB",
                 ],
             ],
         ),
         "",
-        f"Live heap held by the pipeline (traced allocations still alive at the end, "
-        f"`tracemalloc`): {live / 1e6:.2f} MB, {live / threads / 1e3:.0f} KB per session on "
-        f"average over {threads} sessions, of which {ACTIVE_SESSIONS} are active (they keep "
-        "their last call's message objects and a count map: the identity fast path) and "
-        f"the rest idle (16 bytes a message). The token caches' own accounting: "
-        f"{out[True]['cache'] / threads / 1e3:.1f} KB per session. RSS grew "
+        "Token caches, their own accounting (`MessageTokenCache.nbytes`): "
+        f"{len(idle)} idle sessions hold {statistics.mean(idle) / 1e3:.2f} KB each "
+        "(block hashes and running totals, the last partial block: no message object, no "
+        f"memo); the {len(active)} active ones (the {ACTIVE_SESSIONS} most recently used in "
+        f"the process) {statistics.mean(active) / 1e3:.0f} KB each, their key -> count memo "
+        "included. Live heap held by the pipeline (traced allocations still alive at the "
+        f"end, `tracemalloc`): {live / 1e6:.2f} MB, {live / threads / 1e3:.0f} KB per "
+        "session on average (besides the caches: each session's calibration, scratch and "
+        "lock, and the pipeline's shared count memos). RSS grew "
         f"{extra / 1e6:.1f} MB more with the pipeline ({extra / threads / 1e3:.0f} KB per "
         "session); RSS is page-granular and keeps what the allocator freed but did not "
         "return, so the traced heap is the measure of what is held.",
@@ -387,7 +443,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-pg", action="store_true")
-    ap.add_argument("--pg-max", type=int, default=10_000, help="largest size on PostgreSQL")
+    ap.add_argument("--pg-max", type=int, default=100_000, help="largest size on PostgreSQL")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--rss-child", default=None)
     ap.add_argument("--threads", type=int, default=20)
@@ -398,6 +454,7 @@ def main() -> None:
         rss_child(args.rss_child == "1", args.threads, args.size)
         return
     skip = set(args.skip.split(",")) - {""}
+    _count_pool_cpu()
     turns = QUICK_TURNS if args.quick else TURNS
     sizes = [int(s) for s in args.sizes.split(",")]
     started = time.perf_counter()
@@ -428,15 +485,19 @@ def main() -> None:
             + ", ".join(f"{turns[s]} turns at {s:,}" for s in sizes)
             + " messages. `ours`: PreflightCheck + TieredCompression (not compressing) + "
             "ToolEviction (60-tool registry, `tools=registry.bound`); `ours + recall` adds "
-            f"MemoryRecall over {MEMORIES:,} memories (lexical, in-memory store). Their own "
-            "time: the wrapped node minus the node inside it (process CPU, so recall's "
-            "timeout thread counts). The peers run "
-            "inside a node of their own graph, on the messages the checkpointer just "
-            "loaded. The bare step is the whole `invoke` (process CPU); "
-            "`step with ours` is the whole `invoke` of the graph with `ours`. `ours` includes "
-            "freeing the previous step's message objects, which the token cache of an active "
-            "session holds for its identity fast path (without it, the framework frees them "
-            "at the end of its own step)."
+            f"MemoryRecall over {MEMORIES:,} memories (lexical, in-memory store). Each turn "
+            "brings the next user message with the tool exchange before it, so tool pairs "
+            "stay whole. CPU is the CPU time of the thread running the node plus that of the "
+            "jobs it hands the package's pool (recall's search): not the process's, which "
+            "also counts LangGraph's background thread writing the previous checkpoint "
+            "meanwhile. Pre-flight: its whole `before` hook (the history's token total, the "
+            "tool-pair check, the usage report). `ours`: the wrapped node minus the node "
+            "inside it (session lookup, every layer, the merge). The peers run inside a "
+            "node of their own graph, on the messages the checkpointer just loaded, taking "
+            "turns at touching them first (the first to touch freshly loaded messages pays "
+            "their cache misses; pre-flight is always first in its graph). The bare step is "
+            "the whole `invoke` (process CPU); `step with ours` is the whole `invoke` of the "
+            "graph with `ours`."
             + (f" PostgreSQL up to {args.pg_max:,} messages." if not args.no_pg else ""),
             "",
             *cost_section({k: results[k] for k in order}),

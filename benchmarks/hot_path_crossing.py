@@ -80,13 +80,13 @@ class Replay:
         self.graph = builder.compile(checkpointer=SqliteSaver(self.conn))
         self.config: Any = {"configurable": {"thread_id": name}}
         self.reply: AIMessage | None = None
-        self.calls: list[tuple[float, bool, str]] = []  # (own wall s, compressed, path)
+        self.calls: list[tuple[float, bool, str, float]] = []  # (wall s, compressed, path, CPU s)
         self.seen = 0
 
     def _node(self, state: Any) -> dict[str, Any]:
-        cpu, wall = time.process_time(), time.perf_counter()
+        cpu, wall = hot_path._cpu(), time.perf_counter()
         time.sleep(self.latency)  # the model thinking: when a summary is prepared
-        hot_path._node_cpu[:] = [time.process_time() - cpu, time.perf_counter() - wall]
+        hot_path._node_cpu[:] = [hot_path._cpu() - cpu, time.perf_counter() - wall]
         return {"messages": [self.reply]}
 
     def step(self, inputs: list[BaseMessage], reply: AIMessage) -> None:
@@ -97,8 +97,8 @@ class Replay:
         seq = max((e["data"]["seq"] for e in compressions), default=0)
         last = compressions[-1]["data"] if compressions else {}
         path = f"{last.get('path')}: {last.get('prepared')}" if seq > self.seen else ""
-        _, own = self.pipeline.samples[-1]
-        self.calls.append((own, seq > self.seen, path))
+        cpu, own = self.pipeline.samples[-1]
+        self.calls.append((own, seq > self.seen, path, cpu))
         self.seen = seq
 
 
@@ -127,9 +127,11 @@ def crossing_section(*, quick: bool) -> list[str]:
         for replay in replays:
             replay.conn.close()
     for replay in replays:
-        calm = [own * 1000 for own, crossed, _ in replay.calls if not crossed]
-        crossing = [own * 1000 for own, crossed, _ in replay.calls if crossed]
-        paths = [path for _, crossed, path in replay.calls if crossed]
+        calm = [own * 1000 for own, crossed, _, _ in replay.calls if not crossed]
+        crossing = [own * 1000 for own, crossed, _, _ in replay.calls if crossed]
+        calm_cpu = [cpu * 1000 for _, crossed, _, cpu in replay.calls if not crossed]
+        crossing_cpu = [cpu * 1000 for _, crossed, _, cpu in replay.calls if crossed]
+        paths = [path for _, crossed, path, _ in replay.calls if crossed]
         kind, mode = replay.name.split("-")
         summarizer = "extractive" if kind == "extractive" else f"model, {SUMMARIZER_SECONDS:g} s"
         rows.append(
@@ -144,6 +146,8 @@ def crossing_section(*, quick: bool) -> list[str]:
                 f"{_p(crossing, 0.95):.1f}",
                 f"{max(crossing):.1f}" if crossing else "-",
                 f"{_p(crossing, 0.95) / _p(calm, 0.95):.2f}x",
+                f"{_p(calm_cpu, 0.95):.1f}",
+                f"{_p(crossing_cpu, 0.95):.1f}",
             ]
         )
     return [
@@ -157,11 +161,14 @@ def crossing_section(*, quick: bool) -> list[str]:
         "with the extractive summarizer, 1 s with the 2 s one): that is when a summary "
         "is prepared. The four graphs replay the same steps side by side, in rotating "
         "order. Times are the pipeline's own wall time per call (the wrapped node minus "
-        "the node), in ms; a crossing call is one that compressed. `path: why` is the "
+        "the node), in ms, and its CPU time (of the thread running the node: a summary "
+        "prepared ahead runs in the package's preparation pool, off the call, and is not "
+        "in it); a crossing call is one that compressed. `path: why` is the "
         "ledger's account of each crossing: `prepared: ready` applied a summary made "
         "ahead, `prepared: waited` waited for the rest of one under way, `synchronous: "
         "none` had nothing prepared, `prepared: short` applied one covering a turn or two "
-        "less than the synchronous plan would (at least 75% of its tokens), "
+        "less than the synchronous plan would (at least 75% of its tokens, or enough to "
+        "leave the messages at most halfway from the goal to the red line), "
         "`synchronous: span_mismatch` had one covering too little of what the crossing "
         "needed (the turn that crossed moved the protected window past it).",
         "",
@@ -177,6 +184,8 @@ def crossing_section(*, quick: bool) -> list[str]:
                 "crossing p95",
                 "crossing max",
                 "p95 crossing / p95 other",
+                "other p95 CPU",
+                "crossing p95 CPU",
             ],
             rows,
             left=4,

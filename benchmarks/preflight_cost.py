@@ -158,7 +158,7 @@ def cache_miss(base: list[BaseMessage]) -> dict[str, list[int]]:
     mw.check(View(state), pipeline.context_for("agent", state, warm))
     counter = TokenCounter()
     same, new, exact = (
-        "same process: session cache keyed by id, no re-tokenizing",
+        "same process: session cache keyed by id and content, no re-tokenizing",
         "new process: no session yet, every message tokenized",
         "(exact, no cache, same messages)",
     )
@@ -251,9 +251,11 @@ def main() -> None:
         + " per message);",
         f"SummarizationMiddleware / ours at 10,000 = {speedup:,.0f}x "
         + ("(target met)." if speedup >= 100 else "(target NOT met)."),
-        "The residual growth is the cache's identity check of the cached prefix in",
-        "`MessageTokenCache.total` (`messages[:n] == self._seen`: a C-level list slice and",
-        "compare, a few ns per message); `--profile` shows it as the tottime of `tokens.py:total`.",
+        "The growth is `MessageTokenCache.total` keying every message (its id and content,",
+        "hashed in C-level passes; Python caches a string's hash, so the same objects cost",
+        "less than fresh ones): since issue 15 the cache holds no message object, so it has",
+        "no identity fast path, whose held objects a checkpointed step had to free on our time.",
+        "`--profile` shows it as the tottime of `tokens.py:message_keys`.",
         "",
         "Cache miss, first call of a resumed session at 10,000 messages (fresh message",
         f"objects with the same ids, median of {MISS_REPS}):",
@@ -262,9 +264,9 @@ def main() -> None:
             ["case", "median (ms)"], [[k, f"{median_us(v) / 1000:,.1f}"] for k, v in miss.items()]
         ),
         "",
-        "Same process: the prefix check fails on the first object, so every message is looked",
-        "up by id and fingerprint (a Python loop, no tokenizing). New process: the session is",
-        "empty and every message is tokenized once, as in the exact count.",
+        "Same process: every message is keyed (id and content), the blocks of 64 keys match",
+        "the session's, nothing is tokenized. New process: the session is empty and every",
+        "message is tokenized once, as in the exact count.",
         "",
         f"Total run time: {time.perf_counter() - started:,.0f} s.",
     ]

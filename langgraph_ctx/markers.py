@@ -6,6 +6,8 @@ provider adapters do not forward unknown ``additional_kwargs`` keys.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -36,6 +38,34 @@ def is_pinned(message: BaseMessage) -> bool:
 def is_summary(message: BaseMessage) -> bool:
     """Whether ``message`` is a compression summary."""
     return "summary" in _marks(message)
+
+
+def summary_indexes(messages: Sequence[BaseMessage]) -> list[int]:
+    """The indexes of the compression summaries in ``messages``, in order.
+
+    Summaries are system messages: the roles are read in one C-level pass and
+    only system messages are looked at one by one, so a long history costs a
+    fraction of calling :func:`is_summary` on each message.
+    """
+    roles = list(map(_ROLE, messages))
+    found: list[int] = []
+    i = -1
+    while True:
+        try:
+            i = roles.index("system", i + 1)
+        except ValueError:
+            return found
+        if is_summary(messages[i]):
+            found.append(i)
+
+
+def last_summary_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the last compression summary in ``messages``, -1 if none."""
+    found = summary_indexes(messages)
+    return found[-1] if found else -1
+
+
+_ROLE = attrgetter("type")
 
 
 def summary_info(message: BaseMessage) -> dict[str, Any] | None:

@@ -12,11 +12,14 @@ import json
 import logging
 import math
 import re
+import sys
 import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import islice
+from operator import attrgetter
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
@@ -121,6 +124,12 @@ def message_text(message: BaseMessage) -> tuple[str, int]:
     return text, flat
 
 
+SHORT_TEXT = 1_000
+"""Texts up to this many characters have their counts kept by :class:`TokenCounter`."""
+SHORT_TEXTS = 4_096
+"""How many short texts' counts a :class:`TokenCounter` keeps (at most about 5 MB)."""
+
+
 class TokenCounter:
     """Counts tokens exactly with tiktoken when an encoding loads, else estimates.
 
@@ -132,6 +141,9 @@ class TokenCounter:
 
     def __init__(self, encoding: str | None = "cl100k_base") -> None:
         self.encoding = load_encoding(encoding) if encoding else None
+        # Short texts come back call after call (recall's lines, a system prompt,
+        # a tool schema): their counts are kept, at most SHORT_TEXTS of them.
+        self._short: dict[str, int] = {}
         if encoding and self.encoding is None and not TokenCounter._warned:
             TokenCounter._warned = True
             logger.warning(
@@ -147,15 +159,28 @@ class TokenCounter:
         return self.encoding is not None
 
     def count_text(self, text: str) -> int:
+        """Tokens of ``text``; a short one's count is kept, as short texts come back."""
+        if len(text) > SHORT_TEXT:
+            return self._tokenize(text)
+        count = self._short.get(text)
+        if count is None:
+            if len(self._short) >= SHORT_TEXTS:
+                self._short.clear()  # a recount, not a leak
+            count = self._short[text] = self._tokenize(text)
+        return count
+
+    def count_message(self, message: BaseMessage) -> int:
+        # Not through the short-text memo: a message is counted once per session
+        # (MessageTokenCache), and would only push out what does come back.
+        text, flat = message_text(message)
+        return self._tokenize(text) + flat + MESSAGE_OVERHEAD
+
+    def _tokenize(self, text: str) -> int:
         if not text:
             return 0
         if self.encoding is not None:
             return len(self.encoding.encode_ordinary(text))
         return estimate_tokens(text)
-
-    def count_message(self, message: BaseMessage) -> int:
-        text, flat = message_text(message)
-        return self.count_text(text) + flat + MESSAGE_OVERHEAD
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
         return sum(self.count_message(m) for m in messages)
@@ -200,136 +225,158 @@ class Calibration:
 class MessageTokenCache:
     """Per-session token counts of the message history, updated incrementally.
 
-    What it keeps, and why:
+    It holds numbers, never message objects:
 
-    - always, a key per counted message (a hash of what its count depends on:
-      type, content, tool calls) and the running totals: 16 bytes a message,
-      however long the messages are. That is all an idle session costs;
+    - always, a summary of the history as last counted: for each full block of
+      :data:`BLOCK` messages, a hash of its messages' keys and the running
+      total at its end; and the keys and counts of the messages after the last
+      full block. 16 bytes per 64 messages plus at most 63 counts: about
+      1.5 KB at 2,000 messages. That is all an idle session costs;
     - while the session is one of the few most recently used in this process
-      (:data:`ACTIVE_SESSIONS`), also the message objects of its last call and
-      a key -> count map. The objects let the usual case (the history only
-      grew, and the framework handed back the same objects: several model
-      calls in one step, or no checkpointer) compare the prefix by identity in
-      C and count only the tail. They are let go when the session goes idle,
-      so a process serving many threads does not keep their histories alive.
+      (:data:`ACTIVE_SESSIONS`), also a memo key -> count of the messages it
+      counted (at most :data:`MEMO_ENTRIES`), so that a message that moved
+      (a compression removed a span before it) and compression's per-message
+      questions (:meth:`count_of`) are looked up, not re-tokenized.
 
-    A checkpointed graph hands each step freshly deserialized messages. Then
-    each message's key is recomputed (a hash of its content string, in C:
-    far below tokenizing it, and below what deserializing it cost the
-    checkpointer), the longest prefix of equal keys keeps its running total,
-    and the rest is looked up by key: only messages never seen are tokenized.
+    Each call computes every message's key in bulk (C-level maps over the
+    list: id and content, hashed; see :func:`message_keys`), compares the
+    blocks by hash, keeps the running total of the longest unchanged run of
+    blocks, and visits one by one only the messages after it: the last
+    partial block and whatever is new. A checkpointed graph hands each step
+    freshly deserialized messages; hashing their ids and contents costs a
+    fraction of tokenizing them, or of what deserializing them cost the
+    checkpointer. Holding no message object also means none of them is freed
+    on our time, and a session never keeps a history alive.
 
-    The key is the content, not the message id: a message edited in place
-    (same id, new content) is recounted, and two messages with the same
-    content share a count, since the count depends on nothing else.
+    The key is the id and the content: a message edited in place (same id,
+    new content) is recounted.
     """
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self._keys = array("q")  # key of each counted message, in history order
-        self._running = array("q")  # running total after each of them
-        self._seen: list[BaseMessage] = []  # the last call's objects, while active
-        self._by_key: dict[int, int] | None = None  # key -> count, while active
+        self._hashes = array("q")  # per full block: hash of its messages' keys
+        self._ends = array("q")  # per full block: the running total at its end
+        self._tail_keys = array("q")  # the messages after the last full block
+        self._tail_counts = array("q")
+        self._memo: dict[int, int] | None = None  # key -> count, while active
+        self._prune = False  # forget() was called: trim the memo on the next total()
         self.counted = 0
         """How many messages have been tokenized (not looked up) so far: a test hook."""
         self.unchanged = 0
         """How many leading messages the last :meth:`total` found as the call before left
-        them (same content): what depends only on those need not be looked at again."""
+        them (same ids and contents; a multiple of :data:`BLOCK` plus the ones found in
+        place after the unchanged blocks): what depends only on those need not be
+        looked at again."""
+
+    @property
+    def messages(self) -> int:
+        """How many messages the last :meth:`total` counted."""
+        return len(self._hashes) * BLOCK + len(self._tail_keys)
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Tokens of ``messages``, counting only what was not counted before."""
+        """Tokens of ``messages``, tokenizing only what was not counted before."""
         _activate(self)
-        n = len(self._seen)
-        # Same objects as last time, history only grew: a C-level identity compare.
-        if (
-            n
-            and len(messages) >= n
-            and messages[n - 1] is self._seen[-1]
-            and messages[:n] == self._seen
-        ):
-            self.unchanged = n
-            return self._extend(messages, n, [message_key(m) for m in messages[n:]])
-        keys = [message_key(m) for m in messages]
-        keep = _common_prefix(self._keys, keys)
-        self.unchanged = keep
-        if keep < len(self._keys):
-            self._counts()  # the counts of what is cut off may serve the new tail
-            del self._keys[keep:]
-            del self._running[keep:]
-        self._seen = list(messages[:keep])
-        return self._extend(messages, keep, keys[keep:])
+        keys = message_keys(messages)
+        full = len(keys) // BLOCK
+        hashes = [hash(tuple(keys[i : i + BLOCK])) for i in range(0, full * BLOCK, BLOCK)]
+        same = _common_prefix(self._hashes, hashes)
+        start = same * BLOCK
+        counts = self._count_from(messages, keys, start, aligned=same == len(self._hashes))
+        del self._hashes[same:]
+        del self._ends[same:]
+        running = self._ends[-1] if same else 0
+        for block in range(same, full):  # the blocks made of what was just counted
+            running += sum(counts[(block - same) * BLOCK : (block - same + 1) * BLOCK])
+            self._hashes.append(hashes[block])
+            self._ends.append(running)
+        self._tail_keys = array("q", keys[full * BLOCK :])
+        self._tail_counts = array("q", counts[(full - same) * BLOCK :])
+        if self._prune:
+            self._trim(keys)
+        return running + sum(self._tail_counts)
 
     def count_of(self, message: BaseMessage) -> int:
         """The (cached) token count of one message."""
         _activate(self)
-        counts = self._counts()
+        memo = self._active_memo()
         key = message_key(message)
-        count = counts.get(key)
+        count = memo.get(key)
         if count is None:
-            count = self.counter.count_message(message)
-            self.counted += 1
-            counts[key] = count
+            count = self._tokenize(message, key, memo)
         return count
 
     def forget(self, ids: Sequence[str]) -> None:
-        """Messages left the history (archived): let go of counts it no longer uses.
-
-        Counts are keyed by content, not id, so this keeps exactly the counts
-        of the history as last counted.
-        """
-        if self._by_key is not None:
-            self._by_key = None
-            self._counts()
+        """Messages left the history (archived): the memo lets go of their counts at
+        the next :meth:`total`, keeping those of the history it is then given."""
+        self._prune = True
 
     def nbytes(self) -> int:
-        """Bytes this cache holds itself (arrays, object list and count map; not the
-        message objects it refers to while active, which the caller's state owns)."""
-        import sys
-
-        size = self._keys.buffer_info()[1] * self._keys.itemsize
-        size += self._running.buffer_info()[1] * self._running.itemsize
-        if self._seen:
-            size += sys.getsizeof(self._seen)
-        if self._by_key is not None:
-            size += sys.getsizeof(self._by_key)
+        """Bytes this cache holds: its arrays, and its memo while active (an estimate:
+        a dict entry and two ints, about 100 bytes a message)."""
+        size = sum(
+            a.buffer_info()[1] * a.itemsize
+            for a in (self._hashes, self._ends, self._tail_keys, self._tail_counts)
+        )
+        if self._memo is not None:
+            size += sys.getsizeof(self._memo) + 2 * _INT_BYTES * len(self._memo)
         return size
 
     def release(self) -> None:
-        """Go idle: drop the message objects and the count map, keep keys and totals."""
-        self._seen = []
-        self._by_key = None
+        """Go idle: drop the memo, keep the block summary."""
+        self._memo = None
 
-    def _counts(self) -> dict[int, int]:
-        if self._by_key is None:
-            # Rebuilt from the arrays: once per activation, or after an edit.
-            running, previous = self._running, 0
-            by_key: dict[int, int] = {}
-            for key, total in zip(self._keys, running, strict=True):
-                by_key[key] = total - previous
-                previous = total
-            self._by_key = by_key
-        return self._by_key
-
-    def _extend(self, messages: Sequence[BaseMessage], start: int, keys: list[int]) -> int:
-        total = self._running[start - 1] if start else 0
-        counts = self._counts() if keys else {}
-        for m, key in zip(messages[start:], keys, strict=True):
-            count = counts.get(key)
+    def _count_from(
+        self, messages: Sequence[BaseMessage], keys: list[int], start: int, *, aligned: bool
+    ) -> list[int]:
+        """Counts of ``messages[start:]``: the last call's partial block where it is
+        in place (``aligned``: every block before it is unchanged), else the memo,
+        else tokenized."""
+        counts: list[int] = []
+        kept = 0
+        if aligned and self._tail_keys:
+            kept = _common_prefix(self._tail_keys, keys[start : start + len(self._tail_keys)])
+            counts = self._tail_counts[:kept].tolist()
+        self.unchanged = start + kept
+        memo = self._active_memo()
+        for i in range(start + kept, len(keys)):
+            key = keys[i]
+            count = memo.get(key)
             if count is None:
-                count = self.counter.count_message(m)
-                self.counted += 1
-                counts[key] = count
-            total += count
-            self._keys.append(key)
-            self._running.append(total)
-        self._seen.extend(messages[start:])
-        if len(counts) > 2 * len(self._keys) + 256:
-            self.forget(())  # bounded by the history it serves, not all ever seen
-        return total
+                count = self._tokenize(messages[i], key, memo)
+            counts.append(count)
+        return counts
+
+    def _tokenize(self, message: BaseMessage, key: int, memo: dict[int, int]) -> int:
+        count = self.counter.count_message(message)
+        self.counted += 1
+        if len(memo) >= MEMO_ENTRIES:
+            # The newest half stays (in place: callers hold the dict): what was
+            # counted last is what is asked next.
+            for old in list(islice(memo, MEMO_ENTRIES // 2)):
+                del memo[old]
+        memo[key] = count
+        return count
+
+    def _active_memo(self) -> dict[int, int]:
+        if self._memo is None:
+            self._memo = {}
+        return self._memo
+
+    def _trim(self, keys: list[int]) -> None:
+        # After messages were archived: keep the counts of the history as it is now.
+        self._prune = False
+        memo = self._active_memo()
+        self._memo = {key: memo[key] for key in keys if key in memo}
 
 
+BLOCK = 64
+"""Messages per block of a cache's summary of the history: an edit makes the
+cache revisit (look up, or tokenize if it was idle) the rest of its block."""
+MEMO_ENTRIES = 32_768
+"""Most per-message counts an active session's memo keeps (about 3 MB)."""
+_INT_BYTES = 32  # an int object the memo holds, beside its dict entry
 ACTIVE_SESSIONS = 4
-"""How many caches keep their message objects and count map at once, per process."""
+"""How many caches keep their memo at once, per process."""
 _active: OrderedDict[int, MessageTokenCache] = OrderedDict()
 _active_lock = threading.Lock()
 
@@ -345,21 +392,46 @@ def _activate(cache: MessageTokenCache) -> None:
             _active.popitem(last=False)[1].release()
 
 
-def message_key(message: BaseMessage) -> int:
-    """A hash of what a message's token count depends on: its class and content.
+_ID_AND_CONTENT = attrgetter("id", "content")
+_ID = attrgetter("id")
 
-    For a message with tool calls, the message id stands in for the calls:
-    hashing their arguments would double the cost of a key, and a call edited
-    in place under the same id and the same text does not happen in practice
-    (LangGraph replaces messages by id; ours never touch tool calls).
-    Read from ``__dict__``: pydantic attribute access costs several times more,
-    and this runs once per message per checkpointed step. ``str`` caches its
-    hash, so an object already keyed costs O(1); a fresh one, one pass in C.
+
+def message_keys(messages: Sequence[BaseMessage]) -> list[int]:
+    """:func:`message_key` of every message, in bulk: C-level passes over the list
+    in the usual case (string contents, messages with ids), per message otherwise.
+
+    Each ``(id, content)`` pair is freed as soon as it is hashed: keeping them
+    would allocate one tracked object per message, and a checkpointed step's
+    messages are freshly made, so the collections that triggers would walk
+    the whole history on our time.
+    """
+    try:
+        keys = list(map(hash, map(_ID_AND_CONTENT, messages)))
+    except TypeError:  # a content made of blocks (a list): not hashable as it is
+        return [message_key(m) for m in messages]
+    if None in map(_ID, messages):  # a message without an id: its tool calls count too
+        for i, m in enumerate(messages):
+            if m.id is None:
+                keys[i] = message_key(m)
+    return keys
+
+
+def message_key(message: BaseMessage) -> int:
+    """A hash of what identifies a message's token count: its id and content.
+
+    With an id, its tool calls are not hashed: LangGraph replaces a message by
+    id, and a call edited in place under the same id and the same text does
+    not happen in practice (ours never touch tool calls). Without one, they are.
+    Read from ``__dict__``: pydantic attribute access costs more, and ``str``
+    caches its hash, so a content already keyed costs O(1).
     """
     fields = message.__dict__
-    content = fields["content"]
-    text = content if content.__class__ is str else repr(content)
-    return hash((message.__class__, text, fields["id"] if fields.get("tool_calls") else None))
+    content, mid = fields["content"], fields["id"]
+    if content.__class__ is not str:
+        content = repr(content)
+    if mid is None and fields.get("tool_calls"):
+        return hash((mid, content, repr(fields["tool_calls"])))
+    return hash((mid, content))
 
 
 def _common_prefix(old: array[int], new: list[int]) -> int:

@@ -157,7 +157,8 @@ def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:
     del msgs
     gc.collect()
     assert probe() is None  # its messages were let go
-    assert len(idle._keys) == 100  # its counts were not: the next call costs no tokenizing
+    assert idle.messages == 100  # its counts were not: the next call costs no tokenizing
+    assert idle.nbytes() < 1_024  # one block summary and 36 tail counts, no memo
     again = history(50)
     assert idle.total(again) == exact.count_messages(again) and idle.counted == 100
 
@@ -206,3 +207,20 @@ def test_calibration_learns_the_provider_ratio() -> None:
     assert 1480 <= cal.apply(1000) <= 1500
     cal.observe(estimated=1000, actual=10**9)  # one absurd report cannot wreck the budget
     assert cal.ratio <= 4.0
+
+
+def test_short_texts_keep_their_counts_within_a_bound() -> None:
+    from langgraph_ctx.tokens import SHORT_TEXT, SHORT_TEXTS
+
+    counter = TokenCounter()
+    assert counter.encoding is not None
+    lines = [f"- [observation] memory {i}: invoice INV-{i:05d}" for i in range(SHORT_TEXTS + 50)]
+    for line in lines:
+        assert counter.count_text(line) == len(counter.encoding.encode_ordinary(line))
+    assert 0 < len(counter._short) <= SHORT_TEXTS  # bounded: started over once full
+    assert counter.count_text(lines[-1]) == len(counter.encoding.encode_ordinary(lines[-1]))
+    long = "word " * SHORT_TEXT
+    counter.count_text(long)
+    assert long not in counter._short  # long texts are counted, not kept
+    counter.count_message(HumanMessage("a message is not kept either"))
+    assert "a message is not kept either" not in counter._short

@@ -629,7 +629,9 @@ class TieredCompression(ContextStrategy):
             why = "compaction"  # this call must also shrink kept tool results
         elif n > compressible:
             why = "span_mismatch"  # it would touch the protected turns
-        elif n < len(plan.compress) and not self._frees_enough(list(tiers.rest[:n]), plan, ctx):
+        elif n < len(plan.compress) and not self._frees_enough(
+            list(tiers.rest[:n]), pending, plan, ctx
+        ):
             why = "span_mismatch"  # it would free too little
         elif work.meta and not pending.meta:
             why = "needs_consolidation"
@@ -646,14 +648,29 @@ class TieredCompression(ContextStrategy):
         )
         return (ahead, pending), why or "ready"
 
-    def _frees_enough(self, span: list[BaseMessage], plan: Plan, ctx: CallContext) -> bool:
+    def _frees_enough(
+        self, span: list[BaseMessage], pending: _prepare.Prepared, plan: Plan, ctx: CallContext
+    ) -> bool:
         # A span a turn or two short of the synchronous plan's (the crossing turn
-        # moved the protected window past it) still takes the history well under
-        # the red line: applied now, the next compression comes a turn or two
-        # sooner, instead of this call waiting for a new summary.
+        # went past the red line by more than the plan made ahead foresaw) is
+        # applied if it frees most of what that plan would, or still takes the
+        # history well under the red line: at most halfway from the goal to it.
+        # The next compression comes a turn or two sooner, instead of this call
+        # waiting for a new summary.
         count = ctx.session.cache.count_of
-        covered = sum(count(m) for m in span)
-        return covered >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
+        freed = sum(count(m) for m in span)
+        if freed >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress):
+            return True
+        report = ctx.measured()
+        calibration = max(report.calibration, 1e-6)
+        line = int(_room(report, ctx.budget) / calibration)  # raw, as the cache counts
+        goal = int(self.target_utilization * line)
+        used = int(report.used.get("messages", 0) / calibration)
+        if pending.meta:  # the summary replaces the earlier layers too
+            freed += sum(count(m) for m in plan.tiers.summaries)
+        ready = pending.outcome()
+        written = ready[3] if ready is not None else pending.max_tokens
+        return used - freed + written <= (goal + line) // 2
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -710,13 +727,14 @@ class _Work:
         return [(messages, reason) for messages, reason in out if messages]
 
 
-def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
-    return entity_retention(source, text), counter.count_text(text)
-
-
 SHORT_SPAN_SHARE = 0.75
 """A prepared span that frees at least this share of what the synchronous plan
 would is applied (``prepared: short``) rather than made again on the call."""
+
+
+def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:
+    return entity_retention(source, text), counter.count_text(text)
+
 
 _PREPARED = "compression_prepared"
 """The session scratch key of the compression prepared ahead (memory only)."""

@@ -57,12 +57,13 @@ class PreflightCheck(Middleware):
     def before(self, view: View, ctx: CallContext) -> View:
         messages: list[BaseMessage] = view.get("messages") or []
         with ctx.session.lock:
-            ctx.session.cache.total(messages)  # also learns how much of the history is unchanged
-            unchanged = ctx.session.cache.unchanged
-        view = self.repair(view, ctx, unchanged=unchanged)
-        self.check(view, ctx)
+            history = ctx.session.cache.total(messages)
+            unchanged = ctx.session.cache.unchanged  # how much of the history is as it was
+        repaired = self.repair(view, ctx, unchanged=unchanged)
+        # The history's total is the O(n) part of a call: taken once, unless repaired.
+        self.check(repaired, ctx, history=history if repaired is view else None)
         ctx.last_check = partial(self.fit, ctx=ctx)
-        return view
+        return repaired
 
     def fit(self, view: View, *, ctx: CallContext) -> View:
         """The view the node gets, within the prompt limit (see the module).
@@ -146,9 +147,10 @@ class PreflightCheck(Middleware):
         self.observe(result, ctx)
         return result
 
-    def check(self, view: View, ctx: CallContext) -> UsageReport:
-        """Measure ``view``, write ``ctx.usage`` and record the utilization."""
-        raw = self.count(view, ctx)
+    def check(self, view: View, ctx: CallContext, *, history: int | None = None) -> UsageReport:
+        """Measure ``view``, write ``ctx.usage`` and record the utilization.
+        ``history``: the tokens of its messages, if already counted."""
+        raw = self.count(view, ctx, history=history)
         calibration = ctx.session.calibration
         used: dict[Component, int] = {c: calibration.apply(n) for c, n in raw.items()}
         report = measure(
@@ -167,12 +169,16 @@ class PreflightCheck(Middleware):
         )
         return report
 
-    def count(self, view: View, ctx: CallContext) -> dict[Component, int]:
-        """Raw token counts per component (before calibration)."""
+    def count(
+        self, view: View, ctx: CallContext, *, history: int | None = None
+    ) -> dict[Component, int]:
+        """Raw token counts per component (before calibration). ``history``: the
+        tokens of the view's messages, if already counted."""
         messages: list[BaseMessage] = view.get("messages") or []
         session = ctx.session
         with session.lock:
-            history = session.cache.total(messages)
+            if history is None:
+                history = session.cache.total(messages)
             in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
         prompt = self._prompt(ctx) if ctx.system_prompt else 0
         tools = sum(self._tool(t, ctx) for t in ctx.tools)

@@ -33,13 +33,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_str, check_timeout
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_ephemeral, is_summary, summary_body
+from langgraph_ctx.markers import (
+    KEY,
+    RECALL_PREFIX,
+    is_ephemeral,
+    is_summary,
+    last_summary_index,
+    summary_body,
+    summary_indexes,
+)
 from langgraph_ctx.middleware._snippets import archived_line, one_line
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
@@ -47,6 +56,7 @@ from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSum
 from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive
 
 logger = logging.getLogger("langgraph_ctx.recall")
+_ID = attrgetter("id")
 
 RECALL_END = "[End of Recalled Memory]"
 _HEADER = (
@@ -298,8 +308,8 @@ def _history_ids(view: View) -> tuple[frozenset[str], tuple[str, ...]]:
     """The ids in the active history, and what says whether it changed since the
     last search in a way that matters: the summaries (compression ran) and its end."""
     messages: list[BaseMessage] = list(view.get("messages") or ())
-    ids = frozenset(str(m.id) for m in messages if m.id)
-    marks = tuple(str(m.id) for m in messages if is_summary(m))
+    ids = frozenset(map(str, filter(None, map(_ID, messages))))  # C-level passes
+    marks = tuple(str(messages[i].id) for i in summary_indexes(messages))
     return ids, marks
 
 
@@ -387,8 +397,7 @@ def insert_at(messages: Sequence[BaseMessage]) -> int:
     i = 0
     while i < len(messages) and messages[i].type == "system" and not is_ephemeral(messages[i]):
         i += 1
-    last_summary = max((j for j, m in enumerate(messages) if is_summary(m)), default=-1)
-    return max(i, last_summary + 1)
+    return max(i, last_summary_index(messages) + 1)
 
 
 def _block(lines: Sequence[str]) -> SystemMessage:

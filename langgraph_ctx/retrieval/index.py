@@ -169,9 +169,6 @@ class _Shard:
         n, avg = self.live, (self.tokens / self.live) or 1.0
         groups = self.groups
 
-        def weighted(d: int, score: float) -> float:
-            return score * weights.get(groups[d], 1.0) if weights else score
-
         # Strongest term first; rest[i]: the most terms i.. can add to any doc's score.
         found = sorted(((idf(n, df), t) for t in query if (df := self.df(t)) > 0), reverse=True)
         wmax = max([1.0, *weights.values()])
@@ -186,7 +183,7 @@ class _Shard:
         for i, (term_idf, term) in enumerate(found):
             docs, tfs = self.postings[term]
             if not probing and len(acc) >= limit:
-                kth = heapq.nlargest(limit, (weighted(d, s) for d, s in acc.items()))[-1]
+                kth = -heapq.nsmallest(limit, ranked(acc, groups, weights))[-1][0]
                 probing = kth > rest[i]
             if probing:  # no new doc can reach the top k: only finish the ones found
                 for d in acc:
@@ -200,8 +197,21 @@ class _Shard:
                 length = lengths[d]
                 if length >= 0:
                     acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
-        ranked = heapq.nsmallest(limit, acc.items(), key=lambda kv: (-weighted(*kv), kv[0]))
-        return [(self.keys[d], weighted(d, score)) for d, score in ranked]
+        return [
+            (self.keys[d], -score)
+            for score, d in heapq.nsmallest(limit, ranked(acc, groups, weights))
+        ]
+
+
+def ranked(
+    acc: Mapping[int, float], groups: Sequence[str], weights: Mapping[str, float]
+) -> list[tuple[float, int]]:
+    """``(-weighted score, doc)`` of every doc in ``acc``: ascending order is best
+    first, ties to the earlier added, compared in C (no key function per doc)."""
+    if not weights:
+        return [(-score, d) for d, score in acc.items()]
+    get = weights.get
+    return [(-score * get(groups[d], 1.0), d) for d, score in acc.items()]
 
 
 class LexicalIndex:

@@ -136,6 +136,44 @@ def test_a_ready_prepared_summary_is_applied_and_equals_the_synchronous_one() ->
     assert tail_p == tail_s
 
 
+class Terse(Heads):
+    """A summarizer that compresses as a model would: ids only, a few tokens."""
+
+    def summarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None, max_tokens: int
+    ) -> str:
+        self.calls.append([str(m.id) for m in messages])
+        return "covered " + " ".join(str(m.id) for m in messages)
+
+
+def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
+    # The crossing turn lands far past the red line: the synchronous plan would
+    # compress more than the span prepared ahead covers (well under 75% of it),
+    # yet applying the prepared summary leaves the history well under the line.
+    sessions = [
+        Session(summarizer=Terse(), max_summary_layers=1, prepare_ahead=p) for p in (True, False)
+    ]
+    ahead, synchronous = sessions
+    i = until_compressed(ahead, 0)
+    while ahead.pending() is None:
+        ahead.send(turn(i))
+        i += 1
+    ahead.settle()
+    for j in range(i):  # the same turns, without preparing
+        synchronous.send(turn(j))
+    for s in sessions:
+        s.send([m for j in range(i, i + 7) for m in turn(j)])
+    applied, planned = (s.compressions()[-1] for s in sessions)
+    assert (applied["path"], applied["prepared"]) == ("prepared", "short")
+    assert planned["path"] == "synchronous"
+    assert applied["messages"] < 0.75 * planned["messages"]
+    assert applied["utilization_after"] < ahead.pipeline.budget.red_line / 4_000
+    # Nothing lost: every message the prepared summary replaced is archived.
+    summary = next(m for m in ahead.messages() if is_summary(m))
+    covered = summary.text.split("covered ", 1)[1].split()
+    assert covered and all(ahead.archive.get("t", c) is not None for c in covered)
+
+
 def test_a_prepared_summary_overtaken_by_an_edit_is_never_applied() -> None:
     summarizer = Heads()
     session = Session(summarizer=summarizer)
