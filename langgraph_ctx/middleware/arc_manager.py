@@ -142,11 +142,18 @@ class ReflectiveContextManager(ContextStrategy):
         check_rewritable(builder, type(self).__name__)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
-        at = self._layout(list(view.get("messages") or ()))
+        before = list(view.get("messages") or ())
+        at = self._layout(before)
         if at is None:
             return view  # no task yet: nothing to keep
         if at.created:
             ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *at.messages])
+            # Once a session: the report the prompt ceiling trusts counts the new
+            # checklist and memory.
+            count = ctx.session.cache.count_of
+            added = sum(map(count, at.messages)) - sum(map(count, before))
+            if ctx.usage is not None:
+                ctx.adjust_usage("messages", added)
         view = view.replace(messages=at.messages)
         job: _Job | None = ctx.session.scratch.pop(_JOB, None)
         if job is not None and not job.fits(at):
