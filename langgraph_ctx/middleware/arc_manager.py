@@ -53,18 +53,7 @@ from langgraph_ctx.markers import KEY, pin
 from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.strategies.arc import (
-    ArcManager,
-    ChecklistItem,
-    Folded,
-    UpdateRequest,
-    afold,
-    fold,
-    memory_body,
-    render_checklist,
-    render_memory,
-    stamped,
-)
+from langgraph_ctx.strategies import arc
 from langgraph_ctx.strategies.arc_model import ChatModelArcManager
 from langgraph_ctx.strategies.arc_offline import OfflineArcManager
 from langgraph_ctx.strategies.arc_signals import FoldSettings, StallState
@@ -85,7 +74,7 @@ class ReflectiveContextManager(ContextStrategy):
     def __init__(
         self,
         *,
-        manager: ArcManager | BaseChatModel | None = None,
+        manager: arc.ArcManager | BaseChatModel | None = None,
         archive: MessageArchive | None = None,
         in_background: bool = True,
         wait: float = 10.0,
@@ -121,7 +110,7 @@ class ReflectiveContextManager(ContextStrategy):
         if isinstance(manager, BaseChatModel):
             manager = ChatModelArcManager(manager)
         methods = ("checklist_for", "update", "aupdate", "reflect", "areflect")
-        self.manager: ArcManager = (
+        self.manager: arc.ArcManager = (
             OfflineArcManager()
             if manager is None
             else check_has("manager", manager, methods, "an ARC manager or a chat model")
@@ -185,8 +174,8 @@ class ReflectiveContextManager(ContextStrategy):
             request, stall, settings = self._request(at, at.interactions[0], ctx)
             try:
                 folded = yield IOCall(
-                    partial(fold, self.manager, request, stall, settings),
-                    partial(afold, self.manager, request, stall, settings),
+                    partial(arc.fold, self.manager, request, stall, settings),
+                    partial(arc.afold, self.manager, request, stall, settings),
                     timeout=self.timeout,
                 )
             except Exception as exc:
@@ -244,9 +233,9 @@ class ReflectiveContextManager(ContextStrategy):
         if created:
             items = self.manager.checklist_for(messages[task].text)
             checklist = checklist or _state_message(
-                CHECKLIST_ID, render_checklist(items), _checklist_state(items, StallState())
+                CHECKLIST_ID, arc.render_checklist(items), _checklist_state(items, StallState())
             )
-            memory = memory or _state_message(MEMORY_ID, render_memory(""), {"kind": "memory"})
+            memory = memory or _state_message(MEMORY_ID, arc.render_memory(""), {"kind": "memory"})
             rest = [m for m in messages[task + 1 :] if m.id not in (checklist.id, memory.id)]
             messages = [*messages[: task + 1], checklist, memory, *rest]
         assert checklist is not None and memory is not None
@@ -260,13 +249,13 @@ class ReflectiveContextManager(ContextStrategy):
 
     def _request(
         self, at: _Layout, span: Sequence[BaseMessage], ctx: CallContext
-    ) -> tuple[UpdateRequest, StallState, FoldSettings]:
+    ) -> tuple[arc.UpdateRequest, StallState, FoldSettings]:
         stall = StallState.from_json(_arc(at.checklist).get("stall"))
         cap = self.memory_tokens or max(50, int(self.memory_share * ctx.budget.messages))
-        request = UpdateRequest(
+        request = arc.UpdateRequest(
             task=at.task.text,
             checklist=at.items,
-            memory=memory_body(at.memory.text),
+            memory=arc.memory_body(at.memory.text),
             interaction=tuple(span),
             turn=stall.turn + 1,
             memory_tokens=cap,
@@ -278,11 +267,18 @@ class ReflectiveContextManager(ContextStrategy):
         return request, stall, settings
 
     def _absorb(
-        self, view: View, ctx: CallContext, at: _Layout, span: Sequence[BaseMessage], folded: Folded
+        self,
+        view: View,
+        ctx: CallContext,
+        at: _Layout,
+        span: Sequence[BaseMessage],
+        folded: arc.Folded,
     ) -> Hook[View]:
         """Fold ``span`` in (one edit), then apply the reflection if any (a second one)."""
         turn = folded.stall.turn
-        body = "\n".join(x for x in (memory_body(at.memory.text), stamped(turn, folded.entry)) if x)
+        body = "\n".join(
+            x for x in (arc.memory_body(at.memory.text), arc.stamped(turn, folded.entry)) if x
+        )
         ops = [
             EditOp(
                 tuple(str(m.id) for m in span),
@@ -290,12 +286,14 @@ class ReflectiveContextManager(ContextStrategy):
                 f"interaction folded into the memory at turn {turn}",
                 "",
             ),
-            EditOp((str(at.memory.id),), None, "incremental update", render_memory(body), _MEMORY),
+            EditOp(
+                (str(at.memory.id),), None, "incremental update", arc.render_memory(body), _MEMORY
+            ),
             EditOp(
                 (str(at.checklist.id),),
                 None,
                 "checklist update",
-                render_checklist(folded.checklist),
+                arc.render_checklist(folded.checklist),
                 {"arc": _checklist_state(folded.checklist, folded.stall)},
             ),
         ]
@@ -313,10 +311,12 @@ class ReflectiveContextManager(ContextStrategy):
                 (str(after.memory.id),),
                 None,
                 f"reflection: {reflection.rationale}",
-                render_memory(reflection.memory.strip()),
+                arc.render_memory(reflection.memory.strip()),
                 {"arc": {"kind": "memory", "reflected": True}},
             ),
-            EditOp((str(after.checklist.id),), None, "reflection", render_checklist(items), marks),
+            EditOp(
+                (str(after.checklist.id),), None, "reflection", arc.render_checklist(items), marks
+            ),
         ]
         about = {"arc": "reflection", "turn": turn, "triggers": list(folded.triggers)}
         reflected, done = yield from self._edit(edited, ctx, ops, about)
@@ -356,10 +356,10 @@ class ReflectiveContextManager(ContextStrategy):
             return
         span = at.interactions[0]
         request, stall, settings = self._request(at, span, ctx)
-        run = partial(fold, self.manager, request, stall, settings)
+        run = partial(arc.fold, self.manager, request, stall, settings)
         # A chat model does I/O worth a task on the loop; the offline manager is CPU
         # work, which would stall the loop: a thread of the package's pool.
-        arun = partial(afold, self.manager, request, stall, settings)
+        arun = partial(arc.afold, self.manager, request, stall, settings)
         is_model = isinstance(self.manager, ChatModelArcManager)
         future, task = _prepare.in_background(run, arun if is_model else None)
         base = (str(at.checklist.id), str(at.memory.id))
@@ -379,9 +379,9 @@ class _Layout:
     created: bool
 
     @property
-    def items(self) -> tuple[ChecklistItem, ...]:
+    def items(self) -> tuple[arc.ChecklistItem, ...]:
         found = _arc(self.checklist).get("items") or ()
-        return tuple(ChecklistItem.model_validate(i) for i in found)
+        return tuple(arc.ChecklistItem.model_validate(i) for i in found)
 
     @property
     def interactions(self) -> list[list[BaseMessage]]:
@@ -396,7 +396,7 @@ class _Job:
     span: _prepare.SpanKey
     base: tuple[str, str]
     """The checklist's and the memory's ids it was made from."""
-    future: concurrent.futures.Future[Folded]
+    future: concurrent.futures.Future[arc.Folded]
     task: asyncio.Task[Any] | None
     started: float
 
@@ -409,7 +409,7 @@ class _Job:
     def age(self) -> float:
         return round(time.monotonic() - self.started, 3)
 
-    def result(self, wait: float) -> Folded:
+    def result(self, wait: float) -> arc.Folded:
         if self.task is not None and not self.future.done():
             raise TimeoutError("the fold runs on an event loop this call cannot wait for")
         try:
@@ -419,7 +419,7 @@ class _Job:
         except (concurrent.futures.CancelledError, asyncio.CancelledError):
             raise RuntimeError("the fold was cancelled") from None
 
-    async def aresult(self, wait: float) -> Folded:
+    async def aresult(self, wait: float) -> arc.Folded:
         try:
             waiting = asyncio.shield(asyncio.wrap_future(self.future))
             return await asyncio.wait_for(waiting, wait)
@@ -443,7 +443,7 @@ def _arc(message: BaseMessage) -> dict[str, Any]:
     return found if isinstance(found, dict) else {}
 
 
-def _checklist_state(items: Sequence[ChecklistItem], stall: StallState) -> dict[str, Any]:
+def _checklist_state(items: Sequence[arc.ChecklistItem], stall: StallState) -> dict[str, Any]:
     return {"kind": "checklist", "items": [i.model_dump() for i in items], "stall": stall.to_json()}
 
 

@@ -52,20 +52,7 @@ from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.strategies.bacm import (
-    FOLD_TOOL,
-    BudgetState,
-    ChatModelFoldPolicy,
-    CommitBlock,
-    FoldAction,
-    FoldPolicy,
-    FoldRefused,
-    FoldRequest,
-    commit_blocks,
-    fold_kind,
-    fold_ops,
-    fold_tool,
-)
+from langgraph_ctx.strategies import bacm
 from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
 
 
@@ -77,7 +64,7 @@ class BudgetAwareFolding(ContextStrategy):
     def __init__(
         self,
         *,
-        policy: FoldPolicy | BaseChatModel | None = None,
+        policy: bacm.FoldPolicy | BaseChatModel | None = None,
         archive: MessageArchive | None = None,
         decide_at: float | None = 0.9,
         target: float = 0.6,
@@ -112,8 +99,8 @@ class BudgetAwareFolding(ContextStrategy):
         if timeout is not None and timeout <= 0:
             raise ConfigurationError("timeout", f"must be > 0 or None, got {timeout}")
         if isinstance(policy, BaseChatModel):
-            policy = ChatModelFoldPolicy(policy)
-        self.policy: FoldPolicy = policy if policy is not None else OfflineFoldPolicy()
+            policy = bacm.ChatModelFoldPolicy(policy)
+        self.policy: bacm.FoldPolicy = policy if policy is not None else OfflineFoldPolicy()
         self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.guard = guard or TieredCompression(archive=self.archive, prepare_ahead=False)
         self.decide_at = decide_at
@@ -121,7 +108,7 @@ class BudgetAwareFolding(ContextStrategy):
         self.show_budget = show_budget
         self.pin_task = pin_task
         self.timeout = timeout
-        self.tools = (fold_tool(),)
+        self.tools = (bacm.fold_tool(),)
         """Tools the agent needs bound: ``fold``."""
 
     def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
@@ -146,12 +133,14 @@ class BudgetAwareFolding(ContextStrategy):
         """Any message a fold (or the guard) removed from a thread's active state."""
         return self.archive.get(thread_id, message_id, namespace=namespace)
 
-    def budget_state(self, messages: Sequence[BaseMessage], ctx: CallContext) -> BudgetState:
+    def budget_state(self, messages: Sequence[BaseMessage], ctx: CallContext) -> bacm.BudgetState:
         """``b_t`` of ``messages`` from pre-flight's report: used + pending is its total."""
         report = ctx.measured()
         raw = sum(ctx.session.cache.count_of(m) for m in _pending(messages))
         pending = min(report.total, math.ceil(raw * report.calibration))
-        return BudgetState(used=report.total - pending, pending=pending, limit=ctx.budget.red_line)
+        return bacm.BudgetState(
+            used=report.total - pending, pending=pending, limit=ctx.budget.red_line
+        )
 
     # -- the steps -------------------------------------------------------------
 
@@ -166,14 +155,14 @@ class BudgetAwareFolding(ContextStrategy):
         current = _current(blocks, messages)
         try:
             action = _parse(call.get("args"))
-            ops, ids = fold_ops(action, blocks, current, by="agent")
-            kind: str = fold_kind(action)
+            ops, ids = bacm.fold_ops(action, blocks, current, by="agent")
+            kind: str = bacm.fold_kind(action)
             outcome = (
                 f"Folded steps {', '.join(ids)} into one block; the originals are archived."
                 if ids
                 else "Nothing folded (NONE)."
             )
-        except FoldRefused as exc:
+        except bacm.FoldRefused as exc:
             ops, ids, kind = [], [], "refused"
             outcome = f"Fold refused: {exc}. Nothing was changed."
         ops.append(EditOp((str(acks[0].id),), None, "the fold's outcome", outcome))
@@ -197,7 +186,7 @@ class BudgetAwareFolding(ContextStrategy):
         blocks = self._blocks(messages, ctx)
         calibration = max(ctx.measured().calibration, 1e-6)
         excess = state.used + state.pending - self.target * state.limit
-        request = FoldRequest(
+        request = bacm.FoldRequest(
             blocks=blocks,
             current=_current(blocks, messages),
             state=state,
@@ -216,11 +205,11 @@ class BudgetAwareFolding(ContextStrategy):
             return view
         try:
             action = _parse(answer)
-            ops, ids = fold_ops(action, blocks, request.current, by="policy")
-        except FoldRefused as exc:
+            ops, ids = bacm.fold_ops(action, blocks, request.current, by="policy")
+        except bacm.FoldRefused as exc:
             ctx.record("fold", {"by": "policy", "kind": "refused", "reason": str(exc)})
             return view
-        kind = fold_kind(action)
+        kind = bacm.fold_kind(action)
         ctx.record("fold", {"by": "policy", "kind": kind, "commits": ids, **state.as_dict()})
         if not ops:
             return view
@@ -258,12 +247,12 @@ class BudgetAwareFolding(ContextStrategy):
         messages: list[BaseMessage] = list(view.get("messages") or ())
         if not messages:
             return 0
-        line = BudgetState(used=10**6, pending=10**6, limit=10**6).line()  # widest numbers
+        line = bacm.BudgetState(used=10**6, pending=10**6, limit=10**6).line()  # widest numbers
         tags = len(self._blocks(messages, ctx)) * ctx.counter.count_text("[step c00000]\n")
         return tags + (ctx.counter.count_text(line) if _line_at(messages) is not None else 0)
 
-    def _blocks(self, messages: Sequence[BaseMessage], ctx: CallContext) -> list[CommitBlock]:
-        return commit_blocks(messages, ctx.session.cache.count_of, pin_task=self.pin_task)
+    def _blocks(self, messages: Sequence[BaseMessage], ctx: CallContext) -> list[bacm.CommitBlock]:
+        return bacm.commit_blocks(messages, ctx.session.cache.count_of, pin_task=self.pin_task)
 
 
 def _last_ai(messages: Sequence[BaseMessage]) -> int:
@@ -277,7 +266,7 @@ def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     last message. The task, pinned, is never pending."""
     last = _last_ai(messages)
     calls = messages[last].tool_calls if last >= 0 else []  # type: ignore[attr-defined]
-    folds = {c["id"] for c in calls if c["name"] == FOLD_TOOL}
+    folds = {c["id"] for c in calls if c["name"] == bacm.FOLD_TOOL}
     first_human = next((m for m in messages if m.type == "human"), None)
     return [
         m
@@ -294,7 +283,7 @@ def _line_at(messages: Sequence[BaseMessage]) -> int | None:
     return at if messages[at].type in ("tool", "human") else None
 
 
-def _current(blocks: Sequence[CommitBlock], messages: Sequence[BaseMessage]) -> frozenset[str]:
+def _current(blocks: Sequence[bacm.CommitBlock], messages: Sequence[BaseMessage]) -> frozenset[str]:
     """The blocks never folded now: the agent's last step, and what came after it."""
     last = _last_ai(messages)
     later = {id(m) for m in messages[max(last, 0) :]} if last >= 0 else {id(m) for m in messages}
@@ -308,7 +297,7 @@ def _fold_request(
     last = _last_ai(messages)
     if last < 0:
         return None
-    calls = [c for c in messages[last].tool_calls if c["name"] == FOLD_TOOL]  # type: ignore[attr-defined]
+    calls = [c for c in messages[last].tool_calls if c["name"] == bacm.FOLD_TOOL]  # type: ignore[attr-defined]
     answers = {m.tool_call_id: m for m in messages[last + 1 :] if isinstance(m, ToolMessage)}
     acks = [answers[c["id"]] for c in calls if c["id"] in answers]
     if not acks or is_edited(acks[0]) or acks[0].status == "error":
@@ -317,13 +306,13 @@ def _fold_request(
     return dict(first), acks
 
 
-def _parse(value: Any) -> FoldAction:
-    if isinstance(value, FoldAction):
+def _parse(value: Any) -> bacm.FoldAction:
+    if isinstance(value, bacm.FoldAction):
         return value
     try:
-        return FoldAction.model_validate(value)
+        return bacm.FoldAction.model_validate(value)
     except ValidationError as exc:
-        raise FoldRefused(
+        raise bacm.FoldRefused(
             'commit_ids must be "NONE", "ALL" or a list of step ids, and merged a text'
         ) from exc
 
