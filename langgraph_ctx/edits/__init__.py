@@ -12,7 +12,7 @@ AdaCoM's manager (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`)
 is built on it.
 """
 
-from langgraph_ctx.edits.apply import apply_edits, check_rewritable
+from langgraph_ctx.edits.apply import apply_edits, check_rewritable, consult
 from langgraph_ctx.edits.core import (
     ROLES,
     AppliedEdit,
@@ -37,6 +37,7 @@ __all__ = [
     "Reason",
     "apply_edits",
     "check_rewritable",
+    "consult",
     "is_edited",
     "is_note",
     "note",

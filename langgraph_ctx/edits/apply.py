@@ -18,7 +18,7 @@ inside a ``before`` hook returns the view the node should see. In order:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -26,6 +26,22 @@ from langgraph_ctx.edits.core import EditPlan, EditRejected, plan_edits
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
+
+
+def consult(
+    call: Callable[[], Any], acall: Callable[[], Awaitable[Any]], *, timeout: float | None
+) -> Hook[tuple[Any, dict[str, str] | None]]:
+    """Ask a manager (a model or a policy) for its answer, under ``timeout``.
+
+    ``(answer, None)``, or ``(None, why)`` with the ledger fields of a failure
+    (``reason``: timeout or error, and the error): a manager that fails leaves
+    the context as it was, and the agent's call goes on.
+    """
+    try:
+        return (yield IOCall(call, acall, timeout=timeout)), None
+    except Exception as exc:
+        reason = "timeout" if isinstance(exc, TimeoutError) else "error"
+        return None, {"reason": reason, "error": f"{type(exc).__name__}: {exc}"}
 
 
 def check_rewritable(builder: Any, middleware: str) -> None:

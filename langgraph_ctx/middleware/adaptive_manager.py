@@ -53,6 +53,7 @@ from langgraph_ctx._checks import (
 from langgraph_ctx.edits import (
     apply_edits,
     check_rewritable,
+    consult,
     is_edited,
     is_note,
     note,
@@ -61,7 +62,7 @@ from langgraph_ctx.edits import (
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import pin
 from langgraph_ctx.middleware._strategy import ContextStrategy
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.strategies import (
     NOTE_TITLE,
@@ -173,18 +174,13 @@ class AdaptiveContextManager(ContextStrategy):
         request = self._request(staged, ctx, triggers, oversized, rounds, utilization)
         about = {"round": rounds, "triggers": list(triggers)}
         started = time.perf_counter()
-        try:
-            ops = yield IOCall(
-                partial(self.manager.propose, request),
-                partial(self.manager.apropose, request),
-                timeout=self.timeout,
-            )
-        except Exception as exc:
-            reason = "timeout" if isinstance(exc, TimeoutError) else "error"
-            ctx.record(
-                "manager_failed",
-                {**about, "reason": reason, "error": f"{type(exc).__name__}: {exc}"},
-            )
+        ops, failed = yield from consult(
+            partial(self.manager.propose, request),
+            partial(self.manager.apropose, request),
+            timeout=self.timeout,
+        )
+        if failed is not None:
+            ctx.record("manager_failed", {**about, **failed})
             return view
         about["manager_seconds"] = round(time.perf_counter() - started, 4)
         if not ops:

@@ -46,11 +46,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
-from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, is_edited, is_note
+from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.middleware.compression import TieredCompression
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.strategies import bacm
 from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
@@ -193,15 +193,13 @@ class BudgetAwareFolding(ContextStrategy):
             excess=max(0, math.ceil(excess / calibration)),
             task=next((m for m in messages if m.type == "human"), None),
         )
-        try:
-            answer = yield IOCall(
-                partial(self.policy.decide, request),
-                partial(self.policy.adecide, request),
-                timeout=self.timeout,
-            )
-        except Exception as exc:
-            reason = "timeout" if isinstance(exc, TimeoutError) else "error"
-            ctx.record("fold_failed", {"reason": reason, "error": f"{type(exc).__name__}: {exc}"})
+        answer, failed = yield from consult(
+            partial(self.policy.decide, request),
+            partial(self.policy.adecide, request),
+            timeout=self.timeout,
+        )
+        if failed is not None:
+            ctx.record("fold_failed", failed)
             return view
         try:
             action = _parse(answer)
