@@ -101,13 +101,18 @@ def run_killed(module: str, dir: str, *args: str) -> subprocess.CompletedProcess
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
 
 
-def main() -> None:
+def worker_main(session: Any, drive: Any) -> None:
+    """A worker's entry point: ``--dir`` and ``--kill-after``, then drive the session."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--dir", required=True)
     parser.add_argument("--kill-after", type=int)
     args = parser.parse_args()
     with session(args.dir, args.kill_after) as (graph, _):
         drive(graph)
+
+
+def main() -> None:
+    worker_main(session, drive)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ fold's originals are archived, the step that shows the observation is not checkp
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -26,7 +25,7 @@ from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.strategies import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
-from tests.adacom_worker import KillingArchive
+from tests.adacom_worker import KillingArchive, worker_main
 
 TURNS = 6
 THREAD = "bacm-crash"
@@ -90,12 +89,7 @@ def drive(graph: Any, upto: int = TURNS) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--kill-after", type=int)
-    args = parser.parse_args()
-    with session(args.dir, args.kill_after) as (graph, _):
-        drive(graph)
+    worker_main(session, drive)
 
 
 if __name__ == "__main__":
