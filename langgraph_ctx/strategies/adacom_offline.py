@@ -29,16 +29,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langgraph_ctx._checks import check_instance, check_int
-from langgraph_ctx.compression import ExtractiveSummarizer, entities
+from langgraph_ctx._checks import check_int
+from langgraph_ctx.compression import entities
 from langgraph_ctx.compression._tiers import tool_units
 from langgraph_ctx.edits import EditOp, is_edited, is_note
+from langgraph_ctx.strategies._offline import OfflineBaseline
 from langgraph_ctx.strategies.adacom import NOTE_TITLE, ManagerRequest
-from langgraph_ctx.tokens import TokenCounter
 
 CONSTRAINT_CUES = re.compile(
     r"\b(must|should|need|needs|only|at least|at most|no more than|no later than|before|after|"
@@ -52,38 +53,25 @@ EXTRACTED = "[Extracted tool result]"
 DIGEST = "[Condensed history]"
 
 
-class OfflinePolicy:
+@dataclass(kw_only=True, eq=False)
+class OfflinePolicy(OfflineBaseline):
     """Maintains the working note, extracts oversized results, drops stale exchanges."""
 
-    def __init__(
-        self,
-        *,
-        stale_rounds: int = 4,
-        keep_rounds: int = 2,
-        note_tokens: int = 400,
-        fact_tokens: int = 40,
-        counter: TokenCounter | None = None,
-    ) -> None:
-        """
-        Args:
-            stale_rounds: an exchange with this many agent messages after it is old.
-            keep_rounds: the last rounds never distilled under pressure.
-            note_tokens: the working note's cap; the oldest facts go first.
-            fact_tokens: the digest of one fact line.
-        """
-        check_int("OfflinePolicy.stale_rounds", stale_rounds, least=1)
-        check_int("OfflinePolicy.keep_rounds", keep_rounds, least=0)
-        check_int("OfflinePolicy.note_tokens", note_tokens, least=1)
-        check_int("OfflinePolicy.fact_tokens", fact_tokens, least=1)
-        if counter is not None:
-            check_instance("OfflinePolicy.counter", counter, TokenCounter, "a TokenCounter")
-        self.stale_rounds = stale_rounds
-        self.keep_rounds = keep_rounds
-        self.note_tokens = note_tokens
-        self.fact_tokens = fact_tokens
-        self.counter = counter or TokenCounter()
-        self.summarizer = ExtractiveSummarizer(self.counter)
-        self._cache: dict[tuple[str, int], set[str]] = {}
+    stale_rounds: int = 4
+    """An exchange with this many agent messages after it is old."""
+    keep_rounds: int = 2
+    """The last rounds, never distilled under pressure."""
+    note_tokens: int = 400
+    """The working note's cap; the oldest facts go first."""
+    fact_tokens: int = 40
+    """The digest of one fact line."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("OfflinePolicy.stale_rounds", self.stale_rounds, least=1)
+        check_int("OfflinePolicy.keep_rounds", self.keep_rounds, least=0)
+        check_int("OfflinePolicy.note_tokens", self.note_tokens, least=1)
+        check_int("OfflinePolicy.fact_tokens", self.fact_tokens, least=1)
 
     def propose(self, request: ManagerRequest) -> list[EditOp]:
         messages = request.messages
@@ -96,7 +84,7 @@ class OfflinePolicy:
                 head = f"{EXTRACTED} ({request.tokens.get(str(m.id), 0)} tokens; original {m.id})"
                 ops.append(EditOp((str(m.id),), "tool", "oversized result", f"{head}\n{digest}"))
                 facts.append(self._fact(m, names))
-        for unit in _stale(messages, self.stale_rounds, request.protected, self._entities):
+        for unit in _stale(messages, self.stale_rounds, request.protected, self.entities_of):
             results = [m for m in unit if isinstance(m, ToolMessage)]
             if results and not any(str(m.id) in request.oversized for m in results):
                 ids = tuple(str(m.id) for m in results)
@@ -113,17 +101,6 @@ class OfflinePolicy:
 
     async def apropose(self, request: ManagerRequest) -> list[EditOp]:
         return self.propose(request)
-
-    def _entities(self, name: str, text: str) -> set[str]:
-        # Cached: every run would otherwise re-read the whole history. Keyed by the
-        # text's hash too, as one policy may serve threads that reuse ids.
-        key = (name, hash(text))
-        found = self._cache.get(key)
-        if found is None:
-            if len(self._cache) > 20_000:
-                self._cache.clear()
-            found = self._cache[key] = entities(text)
-        return found
 
     def _distill(self, request: ManagerRequest, ops: Sequence[EditOp]) -> EditOp | None:
         """One merge of the oldest free messages that frees what is still in excess."""

@@ -22,56 +22,51 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import InitVar, dataclass
 from typing import Literal
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx.compression import ExtractiveSummarizer, Summarizer, entities
+from langgraph_ctx._checks import check_has, check_int, check_number
+from langgraph_ctx.compression import Summarizer
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.strategies._offline import OfflineBaseline
 from langgraph_ctx.strategies.bacm import FOLD_HEAD, CommitBlock, FoldAction, FoldRequest
-from langgraph_ctx.tokens import TokenCounter
 
 STEP_ID = re.compile(r"\bc[0-9a-f]{5}x*\b")
 """A step id as the agent writes it."""
 
 
-class OfflineFoldPolicy:
+@dataclass(kw_only=True, eq=False)
+class OfflineFoldPolicy(OfflineBaseline):
     """Folds the oldest unreferenced steps, sized to fit the pending observation."""
 
-    def __init__(
-        self,
-        *,
-        keep_last: int = 1,
-        ratio: float = 4.0,
-        min_tokens: int = 40,
-        max_share: float = 0.4,
-        summarizer: Summarizer | None = None,
-        counter: TokenCounter | None = None,
-    ) -> None:
-        """
-        Args:
-            keep_last: past steps, the most recent, a Partial fold leaves alone.
-            ratio: a digest is this many times smaller than the steps it folds;
-                an earlier digest folded again is carried at its size, so what was
-                folded long ago is not shrunk again on every fold.
-            min_tokens: the smallest digest.
-            max_share: the largest digest, as a share of the red line.
-            summarizer: writes the digests. Default: the offline extractive one.
-        """
-        if keep_last < 0:
-            raise ConfigurationError("keep_last", f"must be >= 0, got {keep_last}")
-        if ratio < 1:
-            raise ConfigurationError("ratio", f"must be >= 1, got {ratio}")
-        if min_tokens < 1:
-            raise ConfigurationError("min_tokens", f"must be >= 1, got {min_tokens}")
-        if not 0.0 < max_share <= 1.0:
-            raise ConfigurationError("max_share", f"must be in (0, 1], got {max_share}")
-        self.keep_last = keep_last
-        self.ratio = ratio
-        self.min_tokens = min_tokens
-        self.max_share = max_share
-        self.summarizer = summarizer or ExtractiveSummarizer(counter or TokenCounter())
-        self._entities: dict[tuple[str, int], set[str]] = {}
+    keep_last: int = 1
+    """Past steps, the most recent, a Partial fold leaves alone."""
+    ratio: float = 4.0
+    """A digest is this many times smaller than the steps it folds; an earlier
+    digest folded again is carried at its size, so what was folded long ago is
+    not shrunk again on every fold."""
+    min_tokens: int = 40
+    """The smallest digest."""
+    max_share: float = 0.4
+    """The largest digest, as a share of the red line."""
+    summarizer: InitVar[Summarizer | None] = None
+    """Writes the digests. Default: the offline extractive one, on ``counter``."""
+
+    def __post_init__(self, summarizer: Summarizer | None) -> None:
+        super().__post_init__()
+        check_int("OfflineFoldPolicy.keep_last", self.keep_last, least=0)
+        check_number("OfflineFoldPolicy.ratio", self.ratio, least=1.0)
+        check_int("OfflineFoldPolicy.min_tokens", self.min_tokens, least=1)
+        check_number("OfflineFoldPolicy.max_share", self.max_share, above=0.0)
+        if self.max_share > 1.0:
+            raise ConfigurationError(
+                "OfflineFoldPolicy.max_share", f"must be in (0, 1], got {self.max_share}"
+            )
+        if summarizer is not None:
+            check_has("OfflineFoldPolicy.summarizer", summarizer, ("summarize",), "a Summarizer")
+            self.summarizer = summarizer
 
     def decide(self, request: FoldRequest) -> FoldAction:
         if request.excess <= 0:
@@ -128,15 +123,7 @@ class OfflineFoldPolicy:
         return out
 
     def _of(self, message: BaseMessage, text: str | None = None) -> set[str]:
-        # Cached by id and text: a decision would otherwise re-read the whole history.
-        text = message.text if text is None else text
-        key = (str(message.id), hash(text))
-        found = self._entities.get(key)
-        if found is None:
-            if len(self._entities) > 20_000:
-                self._entities.clear()
-            found = self._entities[key] = entities(text)
-        return found
+        return self.entities_of(str(message.id), message.text if text is None else text)
 
 
 def _body(message: BaseMessage) -> BaseMessage:
