@@ -1,9 +1,18 @@
-"""What every context strategy shares: compression's slot in the chain."""
+"""What every context strategy shares: compression's slot in the chain, and for
+those that rewrite the history, the archive and the edit core."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._checks import check_bool, check_has
+from langgraph_ctx.edits import EditOp, EditPlan, apply_edits, check_rewritable
 from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import Middleware
+from langgraph_ctx.pipeline import CallContext, Hook, Middleware, View
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
 
 class ContextStrategy(Middleware):
@@ -21,3 +30,58 @@ class ContextStrategy(Middleware):
     requires: tuple[type[Middleware] | str, ...] = (PreflightCheck,)
     reads: tuple[str, ...] = ("messages",)
     writes: tuple[str, ...] = ("messages", "context_ledger")
+
+
+class RewritingStrategy(ContextStrategy):
+    """A strategy that rewrites the persisted history: tiered compression, AdaCoM,
+    ARC and BACM (PACE only shapes each call's view).
+
+    What it removes goes to :attr:`archive` first, so :meth:`original` gets it
+    back; the task is pinned if ``pin_task``; and a graph whose ``messages`` a
+    rewrite cannot reach is refused when the pipeline is attached.
+    """
+
+    def __init__(
+        self, *, archive: MessageArchive | None = None, pin_task: bool = True, **kwargs: Any
+    ) -> None:
+        """
+        Args:
+            archive: where the originals of what is rewritten go. Default: in-process.
+            pin_task: the session's first user message is pinned (kept verbatim).
+            **kwargs: :class:`~langgraph_ctx.pipeline.Middleware`'s.
+        """
+        super().__init__(**kwargs)
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
+        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
+        self.pin_task = check_bool("pin_task", pin_task)
+
+    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
+        check_rewritable(builder, type(self).__name__)
+
+    def original(
+        self, thread_id: str, message_id: str, *, namespace: str = ""
+    ) -> BaseMessage | None:
+        """Any message this strategy removed from a thread's active state."""
+        return self.archive.get(thread_id, message_id, namespace=namespace)
+
+    def edit(
+        self,
+        view: View,
+        ctx: CallContext,
+        ops: Sequence[EditOp],
+        data: dict[str, Any] | None = None,
+    ) -> Hook[tuple[View, EditPlan | None]]:
+        """:func:`~langgraph_ctx.edits.apply_edits` with this strategy's archive,
+        name and pinning; ``data`` joins the ledger entry."""
+        return (
+            yield from apply_edits(
+                view,
+                ctx,
+                ops,
+                archive=self.archive,
+                source=self.name,
+                pin_task=self.pin_task,
+                data=data,
+            )
+        )

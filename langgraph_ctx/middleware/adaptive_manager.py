@@ -43,7 +43,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx._checks import (
-    check_bool,
     check_has,
     check_int,
     check_number,
@@ -51,8 +50,6 @@ from langgraph_ctx._checks import (
     check_timeout,
 )
 from langgraph_ctx.edits import (
-    apply_edits,
-    check_rewritable,
     consult,
     is_edited,
     is_note,
@@ -61,9 +58,9 @@ from langgraph_ctx.edits import (
 )
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import pin
-from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, View
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import (
     NOTE_TITLE,
     ChatModelManager,
@@ -77,7 +74,7 @@ NOTE_ID = "lgctx-working-note"
 NOTE_PLACEHOLDER = f"{NOTE_TITLE}\n(nothing recorded yet)"
 
 
-class AdaptiveContextManager(ContextStrategy):
+class AdaptiveContextManager(RewritingStrategy):
     """Runs an AdaCoM manager before the agent's call and applies its edits."""
 
     name = "adacom"
@@ -118,13 +115,11 @@ class AdaptiveContextManager(ContextStrategy):
             preview_chars: characters of each message the manager is shown.
             pin_task: the session's first user message is pinned.
         """
-        super().__init__(**kwargs)
+        super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         # Each checked where it is written (a string or a bool would fail, or be
         # taken for a number, only once the graph runs), named as the argument.
         if manager is not None and not isinstance(manager, BaseChatModel):
             check_has("manager", manager, ("propose", "apropose"), "a chat model or a policy")
-        if archive is not None:
-            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
         for label, value in (("every", every), ("extract_threshold", extract_threshold)):
             if value is not None:
                 check_int(label, value, least=1)
@@ -143,11 +138,9 @@ class AdaptiveContextManager(ContextStrategy):
         check_str("background", background, empty=True)
         check_timeout("timeout", timeout)
         check_int("preview_chars", preview_chars, least=1)
-        check_bool("pin_task", pin_task)
         if isinstance(manager, BaseChatModel):
             manager = ChatModelManager(manager)
         self.manager: ContextManagerPolicy = manager if manager is not None else OfflinePolicy()
-        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.every = every
         self.utilization = utilization
         self.target_utilization = target_utilization
@@ -156,10 +149,6 @@ class AdaptiveContextManager(ContextStrategy):
         self.background = background
         self.timeout = timeout
         self.preview_chars = preview_chars
-        self.pin_task = pin_task
-
-    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
-        check_rewritable(builder, type(self).__name__)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
@@ -186,23 +175,9 @@ class AdaptiveContextManager(ContextStrategy):
         if not ops:
             ctx.record("manager_unchanged", about)
             return view
-        edited, plan = yield from apply_edits(
-            view.replace(messages=staged),
-            ctx,
-            ops,
-            archive=self.archive,
-            source=self.name,
-            pin_task=self.pin_task,
-            data=about,
-        )
+        edited, plan = yield from self.edit(view.replace(messages=staged), ctx, ops, about)
         # Rejected, or the archive failed: the view as it came, without the staged note.
         return view if plan is None else edited
-
-    def original(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        """Any message this middleware's edits removed from a thread's active state."""
-        return self.archive.get(thread_id, message_id, namespace=namespace)
 
     # -- the steps -------------------------------------------------------------
 

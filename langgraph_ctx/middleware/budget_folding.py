@@ -46,17 +46,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
-from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, consult, is_edited, is_note
+from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.pipeline import CallContext, Hook, View
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import bacm
 from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
 
 
-class BudgetAwareFolding(ContextStrategy):
+class BudgetAwareFolding(RewritingStrategy):
     """Shows the agent its budget state and folds its past steps to keep it."""
 
     name = "bacm"
@@ -89,7 +89,7 @@ class BudgetAwareFolding(ContextStrategy):
             pin_task: the session's first user message is pinned.
             timeout: seconds the policy may take; past them, no fold.
         """
-        super().__init__(**kwargs)
+        super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if decide_at is not None and not 0.0 < decide_at <= 1.0:
             raise ConfigurationError("decide_at", f"must be in (0, 1] or None, got {decide_at}")
         if not 0.0 < target <= (decide_at or 1.0):
@@ -101,18 +101,13 @@ class BudgetAwareFolding(ContextStrategy):
         if isinstance(policy, BaseChatModel):
             policy = bacm.ChatModelFoldPolicy(policy)
         self.policy: bacm.FoldPolicy = policy if policy is not None else OfflineFoldPolicy()
-        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.guard = guard or TieredCompression(archive=self.archive, prepare_ahead=False)
         self.decide_at = decide_at
         self.target = target
         self.show_budget = show_budget
-        self.pin_task = pin_task
         self.timeout = timeout
         self.tools = (bacm.fold_tool(),)
         """Tools the agent needs bound: ``fold``."""
-
-    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
-        check_rewritable(builder, type(self).__name__)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         view = yield from self._agent_fold(view, ctx)
@@ -126,12 +121,6 @@ class BudgetAwareFolding(ContextStrategy):
         shown = ctx.adjust_usage("messages", cost).total - before
         view = yield from self._guard(view, ctx)
         return self._shown(view, ctx, shown)
-
-    def original(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        """Any message a fold (or the guard) removed from a thread's active state."""
-        return self.archive.get(thread_id, message_id, namespace=namespace)
 
     def budget_state(self, messages: Sequence[BaseMessage], ctx: CallContext) -> bacm.BudgetState:
         """``b_t`` of ``messages`` from pre-flight's report: used + pending is its total."""
@@ -173,9 +162,7 @@ class BudgetAwareFolding(ContextStrategy):
         if kind == "refused":
             about["reason"] = outcome
         ctx.record("fold", about)
-        edited, plan = yield from apply_edits(
-            view, ctx, ops, archive=self.archive, source=self.name, pin_task=self.pin_task
-        )
+        edited, plan = yield from self.edit(view, ctx, ops)
         return view if plan is None else edited
 
     def _policy_fold(self, view: View, ctx: CallContext) -> Hook[View]:
@@ -211,9 +198,7 @@ class BudgetAwareFolding(ContextStrategy):
         ctx.record("fold", {"by": "policy", "kind": kind, "commits": ids, **state.as_dict()})
         if not ops:
             return view
-        edited, plan = yield from apply_edits(
-            view, ctx, ops, archive=self.archive, source=self.name, pin_task=self.pin_task
-        )
+        edited, plan = yield from self.edit(view, ctx, ops)
         return view if plan is None else edited
 
     def _guard(self, view: View, ctx: CallContext) -> Hook[View]:

@@ -73,9 +73,9 @@ from langgraph_ctx.markers import (
     is_summary,
     summary_info,
 )
-from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
@@ -104,7 +104,7 @@ def _note_fallback(reason: str, exc: BaseException | None) -> None:
         sink.append(reason if exc is None else f"{reason}: {type(exc).__name__}: {exc}")
 
 
-class TieredCompression(ContextStrategy):
+class TieredCompression(RewritingStrategy):
     """Compresses old history into ``[Conversation Summary]`` messages, incrementally."""
 
     name = "compression"
@@ -170,15 +170,12 @@ class TieredCompression(ContextStrategy):
                 headroom covers that turn too, but compresses more than the
                 synchronous path would.
         """
-        super().__init__(**kwargs)
+        super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if summarizer is not None and not isinstance(summarizer, BaseChatModel):
             check_has("summarizer", summarizer, ("summarize", "asummarize"), "a Summarizer")
-        if archive is not None:
-            check_has("archive", archive, ("put", "aput", "get"), "a MessageArchive")
         check_number("expected_ratio", expected_ratio)
         check_int("min_protected_turns", min_protected_turns)
         check_int("max_summary_layers", max_summary_layers)
-        check_bool("pin_task", pin_task)
         check_bool("prepare_ahead", prepare_ahead)
         check_number("prepare_headroom", prepare_headroom)
         check_timeout("summarizer_timeout", summarizer_timeout)
@@ -216,7 +213,6 @@ class TieredCompression(ContextStrategy):
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
         self._own_summarizer = summarizer is None
         self._compactor = ExtractiveSummarizer()
-        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.target_utilization = target_utilization
         self.min_protected_turns = min_protected_turns
         self.protected_share = protected_share
@@ -224,22 +220,8 @@ class TieredCompression(ContextStrategy):
         self.summary_tokens = summary_tokens
         self.max_summary_layers = max_summary_layers
         self.max_summary_share = max_summary_share
-        self.pin_task = pin_task
         self.prepare_ahead = prepare_ahead
         self.prepare_headroom = prepare_headroom
-
-    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
-        channel = builder.channels.get("messages")
-        if channel is None:
-            raise ConfigurationError("TieredCompression", "the graph's state has no 'messages'")
-        if type(channel).__name__ == "DeltaChannel":
-            # Its reducer ignores RemoveMessage(REMOVE_ALL_MESSAGES): the history
-            # would never shrink and a summary would be added on every call.
-            raise ConfigurationError(
-                "TieredCompression",
-                "the 'messages' channel is a DeltaChannel, which cannot be rewritten; "
-                "use Annotated[list[AnyMessage], add_messages] (as ContextState does)",
-            )
 
     # -- the middleware ----------------------------------------------------
 
@@ -280,12 +262,6 @@ class TieredCompression(ContextStrategy):
         yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
         view = self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
         return (yield from self._ceiling(view, ctx))
-
-    def original(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        """Any message this middleware removed from a thread's active state."""
-        return self.archive.get(thread_id, message_id, namespace=namespace)
 
     # -- the steps -----------------------------------------------------------
 

@@ -37,9 +37,9 @@ from pydantic import BaseModel, Field
 from langgraph_ctx._checks import check_has, check_int
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import summary_info
+from langgraph_ctx.middleware._room import RoomFiller
 from langgraph_ctx.middleware.compression import SUMMARY_ID
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Middleware, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive, searchable_text
 from langgraph_ctx.tokens import TokenCounter
 
@@ -99,14 +99,12 @@ class ArchiveSource:
         return [(i, _text(m)) for i, m in zip(ids, got, strict=True) if m is not None]
 
 
-class Glimpse(Middleware):
+class Glimpse(RoomFiller):
     """Sizes the ``glimpse`` tool's answers to the room the last call left; owns the tool."""
 
     name = "glimpse"
     priority = 45
     """After recall (40): the room left is what recall did not take."""
-    default_nodes = ("call_llm",)
-    requires = (PreflightCheck,)
     reads = ("session",)
     writes = ("session",)
 
@@ -144,9 +142,7 @@ class Glimpse(Middleware):
         self.tool = glimpse_tool(self)
 
     def before(self, view: View, ctx: CallContext) -> View:
-        report = ctx.measured()
-        room = max(0, ctx.budget.red_line - report.total) // self.max_per_step
-        cap = max(50, min(self.max_tokens, room))
+        cap = max(50, min(self.max_tokens, self.room(ctx) // self.max_per_step))
         if (view.get("session") or {}).get(SESSION_KEY) != cap:
             ctx.persist(self.name, session={SESSION_KEY: cap})
         return view

@@ -49,9 +49,9 @@ from langgraph_ctx.markers import (
     summary_body,
     summary_indexes,
 )
+from langgraph_ctx.middleware._room import RoomFiller
 from langgraph_ctx.middleware._snippets import archived_line, one_line
-from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
 from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive
 
@@ -82,15 +82,10 @@ class _Request:
         return (self.scope, self.thread, self.namespace, self.query, self.task_key)
 
 
-class MemoryRecall(Middleware):
+class MemoryRecall(RoomFiller):
     """Brings back what the call needs: archived originals and memories, within budget."""
 
     name = "recall"
-    priority = 40
-    """After compression (30): it fills the room compression leaves, not the room before."""
-    default_nodes = ("call_llm",)
-    requires = (PreflightCheck,)
-    """It fills what pre-flight left of the auxiliary budget, and no more."""
     reads = ("messages",)
     writes = ("context_ledger",)
 
@@ -189,8 +184,7 @@ class MemoryRecall(Middleware):
         thread = ctx.thread_id if self.archive is not None else None
         # Within the auxiliary allocation, and never past the red line: a pinned
         # system prompt over its own share is not covered by rebalancing.
-        headroom = ctx.budget.red_line - report.total
-        budget = max(0, min(report.remaining("auxiliary"), headroom))
+        budget = max(0, min(report.remaining("auxiliary"), self.room(ctx)))
         if self.max_tokens is not None:
             budget = min(budget, self.max_tokens)
         if self.bank is not None and scope is None:
