@@ -11,13 +11,8 @@ from langgraph_ctx.agent.nodes import (
     think_node,
     update_confidence,
 )
-from langgraph_ctx.agent.prebuilt import (
-    STRATEGIES,
-    AgentOptions,
-    build_context_agent,
-    create_context_agent,
-    strategy_middleware,
-)
+from langgraph_ctx.agent.prebuilt import AgentOptions, build_context_agent, create_context_agent
+from langgraph_ctx.agent.strategies import STRATEGIES, strategy_middleware
 from langgraph_ctx.agent.subagents import (
     ArtifactStore,
     SubAgentResult,

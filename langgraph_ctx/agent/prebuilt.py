@@ -9,7 +9,8 @@ compression before ``call_llm`` (compression before ``think`` too); any
 middleware you pass joins them by priority. ``strategy="adacom"`` puts the
 AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
 PACE (before both model nodes, with its ``glimpse`` tool), ``strategy="bacm"``
-BACM's budget-aware folding (with its ``fold`` tool); provider placement
+BACM's budget-aware folding (with its ``fold`` tool), each built by
+:mod:`~langgraph_ctx.agent.strategies`; provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -39,19 +40,16 @@ from langgraph_ctx.agent.nodes import (
     route_after_think,
     think_node,
 )
+from langgraph_ctx.agent.strategies import strategy_middleware
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
-    AdaptiveContextManager,
-    BudgetAwareFolding,
     Glimpse,
     MemoryRecall,
     PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
-    ReflectiveContextManager,
     SummaryObserver,
-    TieredCompression,
     ToolEviction,
 )
 from langgraph_ctx.middleware.glimpse import GLIMPSE
@@ -290,51 +288,12 @@ def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
     return found
 
 
-STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
-"""The strategies :class:`AgentOptions` names; a middleware instance is the third way."""
-
-
-def strategy_middleware(
-    strategy: str,
-    *,
-    archive: MessageArchive | None = None,
-    summary_model: BaseChatModel | None = None,
-    nodes: Sequence[str] = ("call_llm",),
-) -> Middleware:
-    """The middleware ``strategy=strategy`` puts in compression's place, on ``nodes``:
-    what :func:`create_context_agent` builds, for a pipeline of your own (and for
-    the fuzz suite, which runs every name in :data:`STRATEGIES`)."""
-    return _strategy(
-        {"strategy": strategy, "archive": archive, "summary_model": summary_model}, list(nodes)
-    )
-
-
 def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
-    strategy = options.get("strategy", "tiered")
-    if isinstance(strategy, Middleware):
-        return strategy
-    if strategy == "tiered":
-        return TieredCompression(
-            summarizer=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
-        )
-    if strategy == "adacom":
-        # The agent's own call only: a manager call per thought would double its cost.
-        return AdaptiveContextManager(
-            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
-        )
-    if strategy == "pace":  # ephemeral per call: every model node needs it
-        return PredictiveExtraction(summarizer=options.get("summary_model"), nodes=llm_nodes)
-    if strategy == "arc":
-        return ReflectiveContextManager(
-            manager=options.get("summary_model"), archive=options.get("archive"), nodes=["call_llm"]
-        )
-    if strategy == "bacm":
-        # On both model nodes: the first to see a new observation shows the budget first.
-        return BudgetAwareFolding(
-            policy=options.get("summary_model"), archive=options.get("archive"), nodes=llm_nodes
-        )
-    raise ConfigurationError(
-        "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
+    return strategy_middleware(
+        options.get("strategy", "tiered"),
+        archive=options.get("archive"),
+        summary_model=options.get("summary_model"),
+        nodes=llm_nodes,
     )
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -93,12 +93,8 @@ class BudgetState:
         return self.limit - self.used
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "used": self.used,
-            "remaining": self.remaining,
-            "pending": self.pending,
-            "limit": self.limit,
-        }
+        """Every field, and what remains: the ledger's form."""
+        return {**asdict(self), "remaining": self.remaining}
 
     def line(self) -> str:
         """The compact form the agent is shown."""
