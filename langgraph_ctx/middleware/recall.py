@@ -38,7 +38,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx._checks import check_has, check_instance, check_int, check_str, check_timeout
+from langgraph_ctx._checks import check_has, check_instance, check_int, check_number, check_str
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
@@ -123,19 +123,16 @@ class MemoryRecall(RoomFiller):
             check_instance("MemoryRecall.bank", bank, MemoryBank, "a MemoryBank")
         if archive is not None:
             check_has("MemoryRecall.archive", archive, ("search", "asearch"), "a MessageArchive")
-        check_timeout("MemoryRecall.timeout", timeout, optional=False)
         if max_tokens is not None:
             check_int("MemoryRecall.max_tokens", max_tokens, least=1)
-        check_int("MemoryRecall.snippet_tokens", snippet_tokens, least=20)
-        check_int("MemoryRecall.archive_hits", archive_hits, least=1)
-        check_str("MemoryRecall.task_key", task_key)
         self.bank = bank
         self.archive = archive
-        self.timeout = timeout
         self.max_tokens = max_tokens
-        self.snippet_tokens = snippet_tokens
-        self.archive_hits = archive_hits
-        self.task_key = task_key
+        # Each setting checked as it is stored, with its bound beside it.
+        self.timeout = check_number("MemoryRecall.timeout", timeout, above=0.0)
+        self.snippet_tokens = check_int("MemoryRecall.snippet_tokens", snippet_tokens, least=20)
+        self.archive_hits = check_int("MemoryRecall.archive_hits", archive_hits, least=1)
+        self.task_key = check_str("MemoryRecall.task_key", task_key)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         request = self._request(view, ctx)

@@ -3,7 +3,9 @@
 The SQL ships inside the wheel, in ``langgraph_ctx/storage/sql/``, as
 ``NNNN_name.postgres.sql`` and ``NNNN_name.sqlite.sql``: one file per version
 and dialect, versions numbered from 1 without gaps. A migration, once
-applied anywhere, is append-only: a change goes into a new file.
+applied anywhere, is append-only: a change goes into a new file. Why the
+chain was not squashed before 0.1.0, and why two statements repeat across
+files, is written down in ``storage/sql/README.md``.
 
 :func:`migrate` applies what is missing, in version order, each migration in
 its own transaction together with its row in ``lgctx_schema_versions``
