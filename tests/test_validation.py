@@ -29,7 +29,12 @@ from langgraph_ctx.agent.subagents import SubAgentSpec
 from langgraph_ctx.budget import Zones
 from langgraph_ctx.compression.summarizers import ChatModelSummarizer
 from langgraph_ctx.retrieval.memory import MemoryBank
-from langgraph_ctx.strategies import ChatModelManager, OfflinePolicy
+from langgraph_ctx.strategies import (
+    ChatModelManager,
+    OfflineArcManager,
+    OfflineFoldPolicy,
+    OfflinePolicy,
+)
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tools import ToolRegistry
 
@@ -123,6 +128,13 @@ CASES: list[tuple[str, Callable[[Any], object], Any]] = [
     ("OfflinePolicy.note_tokens", lambda v: OfflinePolicy(note_tokens=v), 0),
     ("OfflinePolicy.fact_tokens", lambda v: OfflinePolicy(fact_tokens=v), 4.5),
     ("OfflinePolicy.counter", lambda v: OfflinePolicy(counter=v), "cl100k"),
+    ("OfflineFoldPolicy.keep_last", lambda v: OfflineFoldPolicy(keep_last=v), "1"),
+    ("OfflineFoldPolicy.ratio", lambda v: OfflineFoldPolicy(ratio=v), 0.5),
+    ("OfflineFoldPolicy.max_share", lambda v: OfflineFoldPolicy(max_share=v), 1.5),
+    ("OfflineFoldPolicy.summarizer", lambda v: OfflineFoldPolicy(summarizer=v), "extractive"),
+    ("OfflineFoldPolicy.counter", lambda v: OfflineFoldPolicy(counter=v), None),
+    ("OfflineArcManager.entry_tokens", lambda v: OfflineArcManager(entry_tokens=v), 0),
+    ("OfflineArcManager.done_share", lambda v: OfflineArcManager(done_share=v), "most"),
     ("ProviderPlacement.placement", lambda v: ProviderPlacement(v), "merged"),
     ("prepare_headroom", lambda v: TieredCompression(prepare_headroom=v), "0.1"),
     ("prepare_ahead", lambda v: TieredCompression(prepare_ahead=v), "yes"),
@@ -173,6 +185,8 @@ def test_the_defaults_are_valid() -> None:
         AdaptiveContextManager,
         lambda: AdaptiveContextManager(manager=MODEL),
         OfflinePolicy,
+        OfflineFoldPolicy,
+        OfflineArcManager,
         lambda: ProviderPlacement(),
         Pipeline,
         ThinkSettings,

@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_ctx.compression import ExtractiveSummarizer, entities
+from langgraph_ctx._checks import check_int, check_number
+from langgraph_ctx.compression import entities
 from langgraph_ctx.retrieval.text import content_words, sentences
+from langgraph_ctx.strategies._offline import OfflineBaseline
 from langgraph_ctx.strategies.adacom_offline import CONSTRAINT_CUES
 from langgraph_ctx.strategies.arc import ChecklistItem, MemoryUpdate, Reflection, UpdateRequest
 from langgraph_ctx.strategies.arc_signals import signature
-from langgraph_ctx.tokens import TokenCounter
 
 GOAL_CUES = re.compile(
     r"\b(find|get|look up|check|verify|confirm|determine|identify|list|compute|calculate|"
@@ -60,31 +61,25 @@ class _Group:
     turns: list[int] = field(default_factory=list)
 
 
-class OfflineArcManager:
+@dataclass(kw_only=True, eq=False)
+class OfflineArcManager(OfflineBaseline):
     """Keeps the checklist and the interaction memory with the extractive summarizer."""
 
-    def __init__(
-        self,
-        *,
-        entry_tokens: int = 60,
-        max_items: int = 8,
-        done_share: float = 0.6,
-        condense_to: float = 0.6,
-        counter: TokenCounter | None = None,
-    ) -> None:
-        """
-        Args:
-            entry_tokens: the digest of one tool result or message in the memory.
-            max_items: the checklist's size from the task.
-            done_share: share of an item's terms the evidence must mention to close it.
-            condense_to: reflection leaves the memory under this share of its cap.
-        """
-        self.entry_tokens = entry_tokens
-        self.max_items = max_items
-        self.done_share = done_share
-        self.condense_to = condense_to
-        self.counter = counter or TokenCounter()
-        self.summarizer = ExtractiveSummarizer(self.counter)
+    entry_tokens: int = 60
+    """The digest of one tool result or message in the memory."""
+    max_items: int = 8
+    """The checklist's size from the task."""
+    done_share: float = 0.6
+    """Share of an item's terms the evidence must mention to close it."""
+    condense_to: float = 0.6
+    """Reflection leaves the memory under this share of its cap."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("OfflineArcManager.entry_tokens", self.entry_tokens, least=1)
+        check_int("OfflineArcManager.max_items", self.max_items, least=1)
+        check_number("OfflineArcManager.done_share", self.done_share, above=0.0)
+        check_number("OfflineArcManager.condense_to", self.condense_to, above=0.0)
 
     def checklist_for(self, task: str) -> list[ChecklistItem]:
         found = [" ".join(s.split()) for s in sentences(task) if s.strip()]
