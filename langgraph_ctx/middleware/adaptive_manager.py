@@ -134,10 +134,6 @@ class AdaptiveContextManager(RewritingStrategy):
             raise ConfigurationError(
                 "target_utilization", f"must be in (0, 1], got {target_utilization}"
             )
-        check_int("extract_tokens", extract_tokens, least=20)
-        check_str("background", background, empty=True)
-        check_timeout("timeout", timeout)
-        check_int("preview_chars", preview_chars, least=1)
         if isinstance(manager, BaseChatModel):
             manager = ChatModelManager(manager)
         self.manager: ContextManagerPolicy = manager if manager is not None else OfflinePolicy()
@@ -145,10 +141,10 @@ class AdaptiveContextManager(RewritingStrategy):
         self.utilization = utilization
         self.target_utilization = target_utilization
         self.extract_threshold = extract_threshold
-        self.extract_tokens = extract_tokens
-        self.background = background
-        self.timeout = timeout
-        self.preview_chars = preview_chars
+        self.extract_tokens = check_int("extract_tokens", extract_tokens, least=20)
+        self.background = check_str("background", background, empty=True)
+        self.timeout = check_timeout("timeout", timeout)
+        self.preview_chars = check_int("preview_chars", preview_chars, least=1)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())

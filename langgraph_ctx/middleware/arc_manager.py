@@ -48,11 +48,11 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.compression import _prepare
-from langgraph_ctx.edits import EditOp, apply_edits, check_rewritable, note, protected_ids
+from langgraph_ctx.edits import EditOp, note, protected_ids
 from langgraph_ctx.markers import KEY, pin
-from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import arc
 from langgraph_ctx.strategies.arc_model import ChatModelArcManager
 from langgraph_ctx.strategies.arc_offline import OfflineArcManager
@@ -64,7 +64,7 @@ _JOB = "arc:job"
 """The session scratch key of the fold under way (memory only)."""
 
 
-class ReflectiveContextManager(ContextStrategy):
+class ReflectiveContextManager(RewritingStrategy):
     """Keeps ARC's checklist and interaction memory; the actor sees the last interaction raw."""
 
     name = "arc"
@@ -106,7 +106,7 @@ class ReflectiveContextManager(ContextStrategy):
             background: a paragraph added to a chat-model manager's instructions.
             pin_task: the session's first user message is pinned.
         """
-        super().__init__(**kwargs)
+        super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if isinstance(manager, BaseChatModel):
             manager = ChatModelArcManager(manager)
         methods = ("checklist_for", "update", "aupdate", "reflect", "areflect")
@@ -115,7 +115,6 @@ class ReflectiveContextManager(ContextStrategy):
             if manager is None
             else check_has("manager", manager, methods, "an ARC manager or a chat model")
         )
-        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
         self.in_background = check_bool("in_background", in_background)
         self.wait = check_number("wait", wait, least=0.0)
         self.timeout = check_timeout("timeout", timeout)
@@ -125,10 +124,6 @@ class ReflectiveContextManager(ContextStrategy):
         self.memory_tokens = memory_tokens
         self.memory_share = check_number("memory_share", memory_share, above=0.0, below=1.0)
         self.background = background
-        self.pin_task = pin_task
-
-    def check_graph(self, builder: Any, nodes: frozenset[str] | None) -> None:
-        check_rewritable(builder, type(self).__name__)
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         before = list(view.get("messages") or ())
@@ -189,12 +184,6 @@ class ReflectiveContextManager(ContextStrategy):
         if self.in_background:
             self._start(view, ctx)
         return view
-
-    def original(
-        self, thread_id: str, message_id: str, *, namespace: str = ""
-    ) -> BaseMessage | None:
-        """Any message this middleware took out of a thread's active state."""
-        return self.archive.get(thread_id, message_id, namespace=namespace)
 
     def undo_reflection(
         self, thread_id: str, messages: Sequence[BaseMessage], *, namespace: str = ""
@@ -298,7 +287,7 @@ class ReflectiveContextManager(ContextStrategy):
             ),
         ]
         about = {"arc": "update", "turn": turn}
-        edited, plan = yield from self._edit(view, ctx, ops if span else ops[1:], about)
+        edited, plan = yield from self.edit(view, ctx, ops if span else ops[1:], about)
         if plan is None or folded.reflection is None:
             return edited
         after = self._layout(list(edited["messages"]))
@@ -319,7 +308,7 @@ class ReflectiveContextManager(ContextStrategy):
             ),
         ]
         about = {"arc": "reflection", "turn": turn, "triggers": list(folded.triggers)}
-        reflected, done = yield from self._edit(edited, ctx, ops, about)
+        reflected, done = yield from self.edit(edited, ctx, ops, about)
         if done is not None:
             ctx.record(
                 "arc_reflection",
@@ -331,21 +320,6 @@ class ReflectiveContextManager(ContextStrategy):
                 },
             )
         return reflected
-
-    def _edit(
-        self, view: View, ctx: CallContext, ops: list[EditOp], about: dict[str, Any]
-    ) -> Hook[tuple[View, Any]]:
-        return (
-            yield from apply_edits(
-                view,
-                ctx,
-                ops,
-                archive=self.archive,
-                source=self.name,
-                pin_task=self.pin_task,
-                data=about,
-            )
-        )
 
     def _start(self, view: View, ctx: CallContext) -> None:
         """Start folding what is raw now, while the actor's call runs."""

@@ -1,5 +1,5 @@
 """What every strategy that rewrites the history shares (RewritingStrategy):
-compression, AdaCoM and BACM check their archive and pin_task alike, keep
+compression, AdaCoM, BACM and ARC check their archive and pin_task alike, keep
 originals where original() finds them, and refuse a graph whose messages they
 cannot rewrite when the pipeline is attached."""
 
@@ -19,11 +19,17 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     BudgetAwareFolding,
+    ReflectiveContextManager,
     TieredCompression,
 )
 from langgraph_ctx.storage.archive import InMemoryArchive
 
-STRATEGIES = [TieredCompression, AdaptiveContextManager, BudgetAwareFolding]
+STRATEGIES = [
+    TieredCompression,
+    AdaptiveContextManager,
+    BudgetAwareFolding,
+    ReflectiveContextManager,
+]
 
 
 class Delta(TypedDict):
