@@ -302,8 +302,11 @@ class ReflectiveContextManager(ContextStrategy):
         grown = _grown(at.memory, arc.stamped(turn, folded.entry), ctx)
         base = view
         if grown is not None:
-            about["memory"] = {"grew": str(at.memory.id), "into": str(grown.message.id)}
-            about["memory"]["tokens_added"] = grown.added
+            about["memory"] = {
+                "grew": str(at.memory.id),
+                "into": str(grown.message.id),
+                "tokens_added": grown.added,
+            }
             messages = [grown.message if m.id == at.memory.id else m for m in view["messages"]]
             base = view.replace(messages=messages)
         edited, plan = yield from self._edit(base, ctx, ops if span else ops[1:], about)

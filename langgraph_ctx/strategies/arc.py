@@ -94,9 +94,9 @@ class UpdateRequest:
     """For reflection: why it runs."""
     background: str = ""
     memory_used: int | None = None
-    """Tokens the memory holds now, if the caller knows them (the middleware keeps a
-    count per entry): the fold then counts only the new entry. ``None``: counted
-    from ``memory``."""
+    """Tokens the memory holds now, if the caller knows them (the middleware's memory
+    message carries its count): the fold then counts only the new entry. ``None``:
+    counted from ``memory``."""
 
 
 class ArcManager(Protocol):
@@ -205,8 +205,7 @@ def render_checklist(items: Sequence[ChecklistItem]) -> str:
 
 
 def render_memory(body: str) -> str:
-    """The memory's first message, as the actor reads it: the title, and the memory
-    the last reflection wrote (the entries appended since follow it, one message each)."""
+    """The memory message's text, as the actor reads it."""
     return f"{MEMORY_TITLE}\n{body}" if body else f"{MEMORY_TITLE}\n(nothing yet)"
 
 
