@@ -305,6 +305,13 @@ class MessageTokenCache:
             count = self._tokenize(message, key, memo)
         return count
 
+    def remember(self, message: BaseMessage, count: int) -> None:
+        """Take ``count`` as ``message``'s tokens, as if it had been counted: for a
+        message whose maker knows its count without tokenizing it whole (ARC's
+        memory, grown by an entry counted alone)."""
+        _activate(self)
+        self._active_memo()[message_key(message)] = count
+
     def forget(self, ids: Sequence[str]) -> None:
         """Messages left the history (archived): the memo lets go of their counts at
         the next :meth:`total`, keeping those of the history it is then given."""

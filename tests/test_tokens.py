@@ -141,6 +141,16 @@ def test_an_edit_that_keeps_the_length_is_recounted(exact: TokenCounter) -> None
     assert cache.total(edited) == exact.count_messages(edited) != exact.count_messages(msgs)
 
 
+def test_a_remembered_count_is_looked_up_not_tokenized(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    msgs = history(10)
+    cache.total(msgs)
+    grown = msgs[0].model_copy(update={"content": msgs[0].text + "\nmore", "id": "grown"})
+    cache.remember(grown, 1234)  # its maker's count, whatever the text would give
+    assert cache.total([grown, *msgs[1:]]) == 1234 + exact.count_messages(msgs[1:])
+    assert cache.count_of(grown) == 1234 and cache.counted == 20
+
+
 def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:
     import gc
     import weakref

@@ -12,14 +12,18 @@ agent message and what followed it (its tool results, a user's reply).
 Every call of the node, before the actor's model call:
 
 1. the interactions before the last one are **folded** into the memory by the
-   manager's incremental update (one entry appended; older memory text is never
-   rewritten) and the checklist updated; their messages leave the active
-   history through the edit core (archived first, tool pairs whole). When a
-   stall signal fires (:mod:`~langgraph_ctx.strategies.arc_signals`) or the
-   manager flags it, **reflection** rewrites memory and checklist together, as
-   a second edit: the memory it replaced is archived under its id, and
-   :meth:`ReflectiveContextManager.undo_reflection` puts it back. Ledger:
-   ``context_edit`` for each edit, ``arc_reflection`` with its triggers;
+   manager's incremental update and the checklist updated; their messages
+   leave the active history through the edit core (archived first, tool pairs
+   whole). The fold **appends** its entry to the memory: the memory before it is
+   the new one's prefix, so it is not archived (nothing is lost), and only the
+   entry is counted (the memory carries its token count). A fold's work is the
+   interaction's, however long the memory has grown. When a stall signal fires
+   (:mod:`~langgraph_ctx.strategies.arc_signals`) or the manager flags it,
+   **reflection** rewrites memory and checklist together, as a second edit, the
+   one step whose cost is the memory's: the memory it replaced is archived under
+   its id, and :meth:`ReflectiveContextManager.undo_reflection` puts it back.
+   Ledger: ``context_edit`` for each edit (a fold's names the memory it grew),
+   ``arc_reflection`` with its triggers;
 2. the fold of the last interaction is started **in the background**, while the
    actor's call runs (the paper runs them in parallel); the next call only
    waits for it if it has not finished, at most ``wait`` seconds, and otherwise
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -249,6 +254,7 @@ class ReflectiveContextManager(RewritingStrategy):
             turn=stall.turn + 1,
             memory_tokens=cap,
             background=self.background,
+            memory_used=_tokens_of(at.memory, ctx),
         )
         settings = FoldSettings(
             count=ctx.counter.count_text, stall_turns=self.stall_turns, memory_full=cap
@@ -263,20 +269,15 @@ class ReflectiveContextManager(RewritingStrategy):
         span: Sequence[BaseMessage],
         folded: arc.Folded,
     ) -> Hook[View]:
-        """Fold ``span`` in (one edit), then apply the reflection if any (a second one)."""
+        """Fold ``span`` in (one edit, the memory grown by its entry), then apply the
+        reflection if any (a second one)."""
         turn = folded.stall.turn
-        body = "\n".join(
-            x for x in (arc.memory_body(at.memory.text), arc.stamped(turn, folded.entry)) if x
-        )
         ops = [
             EditOp(
                 tuple(str(m.id) for m in span),
                 None,
                 f"interaction folded into the memory at turn {turn}",
                 "",
-            ),
-            EditOp(
-                (str(at.memory.id),), None, "incremental update", arc.render_memory(body), _MEMORY
             ),
             EditOp(
                 (str(at.checklist.id),),
@@ -286,9 +287,27 @@ class ReflectiveContextManager(RewritingStrategy):
                 {"arc": _checklist_state(folded.checklist, folded.stall)},
             ),
         ]
-        about = {"arc": "update", "turn": turn}
-        edited, plan = yield from self.edit(view, ctx, ops if span else ops[1:], about)
-        if plan is None or folded.reflection is None:
+        about: dict[str, Any] = {"arc": "update", "turn": turn}
+        grown = _grown(at.memory, arc.stamped(turn, folded.entry), ctx)
+        base = view
+        if grown is not None:
+            about["memory"] = {
+                "grew": str(at.memory.id),
+                "into": str(grown.message.id),
+                "tokens_added": grown.added,
+            }
+            messages = [grown.message if m.id == at.memory.id else m for m in view["messages"]]
+            base = view.replace(messages=messages)
+        edited, plan = yield from self.edit(base, ctx, ops if span else ops[1:], about)
+        if plan is None:
+            return view  # refused or failed (recorded): the memory as it was, too
+        if grown is not None:
+            # Its count is known: the next call's pre-flight looks it up, not tokenizes it.
+            ctx.session.cache.remember(grown.message, grown.tokens)
+            ctx.session.cache.forget([str(at.memory.id)])
+            if ctx.usage is not None:
+                ctx.adjust_usage("messages", grown.added)
+        if folded.reflection is None:
             return edited
         after = self._layout(list(edited["messages"]))
         assert after is not None
@@ -408,7 +427,53 @@ class _Job:
             self.task.cancel()
 
 
-_MEMORY = {"arc": {"kind": "memory"}}
+@dataclass(frozen=True, slots=True)
+class _Grown:
+    message: BaseMessage
+    """The memory with the entry appended."""
+    tokens: int
+    """Its count (as the session's cache counts a message)."""
+    added: int
+
+
+def _grown(memory: BaseMessage, entry: str, ctx: CallContext) -> _Grown | None:
+    """``memory`` with ``entry`` appended, counting only what the entry adds."""
+    if not entry:
+        return None
+    body = arc.memory_body(memory.text)
+    text = arc.render_memory("\n".join(x for x in (body, entry) if x))
+    # A deterministic id, as the edit core makes: a step re-run after a crash makes
+    # the same message, and each version has its own id (reflection archives by id).
+    digest = hashlib.sha1(f"{memory.id}\n{entry}".encode(), usedforsecurity=False).hexdigest()
+    old = memory.additional_kwargs.get(KEY) or {}
+    kept = {k: v for k, v in old.items() if k in ("pinned", "note")}
+    before = _tokens_of(memory, ctx)
+    counter = ctx.session.cache.counter
+    if body:
+        # Tokenizers may merge a line's end with the newline after it, never the
+        # newline with the next line: the last line, counted again with the entry,
+        # is all that changes.
+        last = body.rpartition("\n")[2]
+        tokens = before + counter.count_text(f"{last}\n{entry}") - counter.count_text(last)
+    else:  # the placeholder goes: title and entry are all there is to count
+        tokens = counter.count_message(HumanMessage(text))
+    grown = memory.model_copy(
+        update={
+            "content": text,
+            "id": f"{MEMORY_ID}-{digest[:16]}",
+            "additional_kwargs": {
+                **memory.additional_kwargs,
+                KEY: {**kept, "arc": {"kind": "memory", "tokens": tokens}},
+            },
+        }
+    )
+    return _Grown(grown, tokens, tokens - before)
+
+
+def _tokens_of(memory: BaseMessage, ctx: CallContext) -> int:
+    """The memory's tokens: carried by the memory since it grew, else counted (once)."""
+    carried = _arc(memory).get("tokens")
+    return carried if isinstance(carried, int) else ctx.session.cache.count_of(memory)
 
 
 def _arc(message: BaseMessage) -> dict[str, Any]:

@@ -7,8 +7,8 @@ interaction raw. A context manager keeps the other two:
 
 - the **incremental update** (section 3.2.1) folds the newest interaction into
   the memory: it returns one new entry, which is appended; older memory text is
-  never rewritten in this step. It also updates the checklist and may flag that
-  the memory needs reflection;
+  never rewritten in this step, nor re-read, re-counted or re-archived by it. It
+  also updates the checklist and may flag that the memory needs reflection;
 - **reflection** (section 3.2.2) rewrites memory and checklist together
   (non-local edits: merge, drop outdated values, re-emphasize), when a stall
   signal fires (:mod:`~langgraph_ctx.strategies.arc_signals`) or the update
@@ -93,6 +93,10 @@ class UpdateRequest:
     triggers: tuple[str, ...] = ()
     """For reflection: why it runs."""
     background: str = ""
+    memory_used: int | None = None
+    """Tokens the memory holds now, if the caller knows them (the middleware's memory
+    message carries its count): the fold then counts only the new entry. ``None``:
+    counted from ``memory``."""
 
 
 class ArcManager(Protocol):
@@ -142,14 +146,21 @@ def _after_update(
     request: UpdateRequest, update: MemoryUpdate, stall: StallState, settings: FoldSettings
 ) -> tuple[Folded, UpdateRequest | None]:
     checklist = tuple(update.checklist) or request.checklist
-    memory = "\n".join(x for x in (request.memory, stamped(request.turn, update.entry)) if x)
+    entry = stamped(request.turn, update.entry)
+    # The memory only grows by the entry: its size is the known size plus the entry's,
+    # so a fold counts what it adds, never the whole memory again.
+    size = (
+        settings.count("\n".join(x for x in (request.memory, entry) if x))
+        if request.memory_used is None
+        else request.memory_used + (settings.count(entry) if entry else 0)
+    )
     found: Triggers = observe(
         stall,
         request.interaction,
         turn=request.turn,
         changed=_progress(request.checklist) != _progress(checklist),
         flagged=update.reflect,
-        memory_tokens=settings.count(memory),
+        memory_tokens=size,
         settings=settings,
     )
     folded = Folded(update.entry, checklist, found.stall, found.fired)
@@ -158,12 +169,13 @@ def _after_update(
     ask = UpdateRequest(
         task=request.task,
         checklist=checklist,
-        memory=memory,
+        memory="\n".join(x for x in (request.memory, entry) if x),
         interaction=request.interaction,
         turn=request.turn,
         memory_tokens=request.memory_tokens,
         triggers=found.fired,
         background=request.background,
+        memory_used=size,
     )
     return folded, ask
 
