@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
@@ -217,7 +217,8 @@ class PreflightCheck(Middleware):
         prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
             _bound(self._prompt_tokens)
-            self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
+            # As the node sends it: a system message of its own (the overhead included).
+            self._prompt_tokens[prompt] = ctx.counter.count_message(SystemMessage(prompt))
         return self._prompt_tokens[prompt]
 
     def _tool(self, tool: Any, ctx: CallContext) -> int:
