@@ -16,6 +16,7 @@ import multiprocessing
 import sys
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -25,11 +26,11 @@ from langgraph_ctx.agent import STRATEGIES
 from tests.fuzz_sessions import FUZZED, Outcome, run_session
 
 
-def _one(seed: int) -> tuple[Outcome, float]:
+def _one(seed: int, *, lexical_pace: bool) -> tuple[Outcome, float]:
     # Budget warnings are the expected result of oversized results: not the point here.
     logging.disable(logging.WARNING)
     start = time.process_time()
-    outcome = run_session(seed)
+    outcome = run_session(seed, lexical_pace=lexical_pace)
     return outcome, time.process_time() - start
 
 
@@ -39,6 +40,13 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--write-every", type=int, default=500)
+    parser.add_argument(
+        "--pace-scorer",
+        choices=("default", "lexical"),
+        default="default",
+        help="PACE's step scorer: its default (MiniLM with the embeddings extra) or "
+        "its lexical fallback, a ninth of the cost a session",
+    )
     parser.add_argument(
         "--max-minutes",
         type=float,
@@ -51,7 +59,8 @@ def main() -> None:
     outcomes: list[Outcome] = []
     cpu = 0.0
     with multiprocessing.Pool(args.workers) as pool:
-        for outcome, seconds in pool.imap_unordered(_one, seeds, chunksize=4):
+        one = partial(_one, lexical_pace=args.pace_scorer == "lexical")
+        for outcome, seconds in pool.imap_unordered(one, seeds, chunksize=4):
             outcomes.append(outcome)
             cpu += seconds
             if outcome.violations:
@@ -74,6 +83,7 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], elapsed: float, cp
     command = (
         f"python benchmarks/fuzz.py --sessions {args.sessions} --first-seed {args.first_seed} "
         f"--workers {args.workers}"
+        + (f" --pace-scorer {args.pace_scorer}" if args.pace_scorer != "default" else "")
         + (f" --max-minutes {args.max_minutes:g}" if args.max_minutes else "")
     )
     done = (
@@ -111,17 +121,31 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], elapsed: float, cp
         "(pre-flight alone), and draws a window (2K, 3K or 4K), a provider placement,",
         "0-2 pass-through layers at random priorities around pre-flight, the strategy",
         "and placement, a random registration order, sync or async runs (a quarter",
-        "`ainvoke`), and 4-12 steps: user messages (plain, CJK, emoji, multimodal",
+        "`ainvoke`), a system prompt the node adds (a third of the sessions),",
+        "and 4-12 steps: user messages (plain, CJK, emoji, multimodal",
         "blocks), pinned messages, tool exchanges (1-3 parallel calls, ids unique or",
         "`call_0` reused every turn, results reversed, a result before its call, a lost",
         "result, a result with no call, results of ~3.6K tokens (over a 2K or 3K",
         "window) and ~10K (over every window)), and `RemoveMessage` from the user's own",
         "node. Checked at every model call: no orphan call or",
         "result (as an OpenAI-style API checks), the task present, the prompt within",
-        "`Budget.prompt_limit`; after every step, every message added and not removed",
+        "`Budget.prompt_limit`, the usage report the call ends with not under the",
+        "prompt sent (the prompt ceiling trusts a report clearly under the limit);",
+        "after every step, every message added and not removed",
         "by the user is active or archived. `BudgetExceededError` counts as a",
         "violation if the model was called first, or if the pinned messages took no",
         "more than half the prompt limit (a needless refusal).",
+        *(
+            [
+                "",
+                "PACE scores steps with its lexical fallback here (`--pace-scorer lexical`:",
+                "what it uses without the embeddings extra), a ninth of the CPU a session of",
+                "MiniLM's; the assembly, and so every invariant, is the same code. The test",
+                "command's fuzz suite (tests/test_fuzz.py) runs PACE with its default scorer.",
+            ]
+            if args.pace_scorer == "lexical"
+            else []
+        ),
         "",
         *table(
             [

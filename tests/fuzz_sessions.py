@@ -18,6 +18,8 @@ Invariants, at every call the model receives:
   and no result without its call (what an OpenAI-style API accepts);
 - the task (the first user message) is present;
 - the prompt is within the budget's prompt limit;
+- the usage report the call ends with is not under the prompt sent (the prompt
+  ceiling trusts a report clearly under the limit);
 - after each step, nothing is lost: every message ever added and not removed by
   the user is in the active state or the archive.
 
@@ -33,6 +35,7 @@ import asyncio
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -52,6 +55,7 @@ from langgraph_ctx import (
     Budget,
     BudgetExceededError,
     ContextState,
+    Middleware,
     Pipeline,
     PreflightCheck,
     ProviderPlacement,
@@ -61,8 +65,10 @@ from langgraph_ctx import (
     pin,
 )
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
+from langgraph_ctx.middleware import PredictiveExtraction
 from langgraph_ctx.middleware.placement import PLACEMENTS
 from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.strategies import LexicalScorer
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -122,6 +128,10 @@ class Outcome:
     kinds: set[str] = field(default_factory=set)
     ledger: Counter[str] = field(default_factory=Counter)
     """How many of each ledger event of interest (what the ceiling did)."""
+    prompt_tokens: list[int] = field(default_factory=list)
+    """The exact count of each prompt the model received, in order."""
+    reported: list[int] = field(default_factory=list)
+    """The usage report's raw total (tools aside) when each of those calls returned."""
 
 
 def _text(rng: random.Random, words: int) -> str:
@@ -199,7 +209,16 @@ class Session:
     """The user layers' names, each time one ran."""
 
 
-def build(seed: int, strategy: str = "tiered") -> Session:
+def build(
+    seed: int,
+    strategy: str = "tiered",
+    probes: Sequence[Middleware] = (),
+    *,
+    lexical_pace: bool = False,
+) -> Session:
+    """The session of ``seed``; ``probes``: more layers, to look at each call.
+    ``lexical_pace``: PACE scores steps with its lexical fallback (no encoder), as
+    without the embeddings extra: the same assembly, a ninth of the cost."""
     rng = random.Random(seed)
     window = rng.choice(WINDOWS)
     budget = Budget.for_window(window)
@@ -227,15 +246,20 @@ def build(seed: int, strategy: str = "tiered") -> Session:
         ProviderPlacement(rng.choice(PLACEMENTS), nodes=["call_llm"]),
         *extra,
     ]
-    if strategy != NO_STRATEGY:
+    if strategy == "pace" and lexical_pace:
+        layers.append(PredictiveExtraction(scorer=LexicalScorer(), nodes=["call_llm"]))
+    elif strategy != NO_STRATEGY:
         layers.append(strategy_middleware(strategy, archive=archive, nodes=["call_llm"]))
     rng.shuffle(layers)  # registration order, for ties
+    # A system prompt the node adds itself, after every layer (counted by pre-flight).
+    prompt = "You keep the books. " + _text(rng, rng.randint(5, 60)) if rng.random() < 0.3 else None
     builder = StateGraph(FuzzState)
     builder.add_node("prep", _prep)
-    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_node("call_llm", call_llm_node(model, system_prompt=prompt))
     builder.add_edge(START, "prep")
     builder.add_edge("prep", "call_llm")
-    graph = Pipeline(layers, budget=budget).attach(builder).compile(checkpointer=InMemorySaver())
+    pipeline = Pipeline([*layers, *probes], budget=budget, system_prompt=prompt)
+    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
     return Session(graph, model, archive, budget, order)
 
 
@@ -250,18 +274,38 @@ NO_STRATEGY = "none"
 FUZZED = (*STRATEGIES, NO_STRATEGY)
 """What the sessions rotate through: every registered strategy, and none."""
 
+
+def _report_probe(reported: list[int]) -> Middleware:
+    """The outermost layer: the usage report as the call leaves it, once the model answered."""
+
+    def probe(view: Any, ctx: Any, call_next: Any) -> Any:
+        result = call_next(view)
+        reported.append(ctx.measured().raw_total - sum(map(COUNTER.count_tool, ctx.tools)))
+        return result
+
+    return as_middleware(priority=-(10**6), nodes=["call_llm"], name="report_probe")(probe)
+
+
 LEDGER_KINDS = ("ceiling_enforced", "tool_pairs_repaired", "context_edit", "compression")
 
 
-def run_session(seed: int, *, steps: int | None = None, strategy: str | None = None) -> Outcome:
+def run_session(
+    seed: int,
+    *,
+    steps: int | None = None,
+    strategy: str | None = None,
+    probes: Sequence[Middleware] = (),
+    lexical_pace: bool = False,
+) -> Outcome:
     """Run the session drawn from ``seed`` (and ``strategy``: by default the one of
     :data:`FUZZED` at ``seed`` modulo its size); its outcome, with any violations."""
     strategy = strategy or FUZZED[seed % len(FUZZED)]
     rng = random.Random(seed)
-    session = build(seed, strategy)
+    out = Outcome(seed=seed, strategy=strategy)
+    probes = [*probes, _report_probe(out.reported)]
+    session = build(seed, strategy, probes, lexical_pace=lexical_pace)
     graph, model = session.graph, session.model
     ids = _Ids(seed)
-    out = Outcome(seed=seed, strategy=strategy)
     thread = f"fuzz-{seed}"
     config = {"configurable": {"thread_id": thread}}
     run_async = rng.random() < 0.25
@@ -327,8 +371,12 @@ def run_session(seed: int, *, steps: int | None = None, strategy: str | None = N
             if not any(m.id == "task" for m in sent):
                 out.violations.append(f"step {step}: the task is missing")
             tokens = COUNTER.count_messages(sent)
+            out.prompt_tokens.append(tokens)
             if tokens > limit:
                 out.violations.append(f"step {step}: prompt {tokens} > limit {limit}")
+            reported = out.reported[out.calls - 1]
+            if reported < tokens:  # the prompt ceiling trusts the report
+                out.violations.append(f"step {step}: usage {reported} < the {tokens} sent")
         values = graph.get_state(config).values
         active = list(values["messages"])
         present = {str(m.id) for m in active}

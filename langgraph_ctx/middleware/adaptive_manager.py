@@ -172,8 +172,15 @@ class AdaptiveContextManager(RewritingStrategy):
             ctx.record("manager_unchanged", about)
             return view
         edited, plan = yield from self.edit(view.replace(messages=staged), ctx, ops, about)
-        # Rejected, or the archive failed: the view as it came, without the staged note.
-        return view if plan is None else edited
+        if plan is None:  # rejected, or the archive failed: the view as it came, no note
+            return view
+        if len(staged) > len(messages):
+            # The staged placeholder is sent (or was replaced, and the edit core took
+            # its count out): pre-flight never measured it, and the prompt ceiling
+            # trusts this report.
+            placeholder = next(m for m in staged if is_note(m))
+            ctx.adjust_usage("messages", ctx.session.cache.count_of(placeholder))
+        return edited
 
     # -- the steps -------------------------------------------------------------
 

@@ -120,7 +120,11 @@ class BudgetAwareFolding(RewritingStrategy):
         before = ctx.measured().total
         shown = ctx.adjust_usage("messages", cost).total - before
         view = yield from self._guard(view, ctx)
-        return self._shown(view, ctx, shown)
+        tagged = self._shown(view, ctx, shown)
+        # The cost was a bound (the widest numbers, the blocks before the guard):
+        # what is sent is counted, since the prompt ceiling trusts the report.
+        ctx.adjust_usage("messages", _added(view, tagged, ctx) - cost)
+        return tagged
 
     def budget_state(self, messages: Sequence[BaseMessage], ctx: CallContext) -> bacm.BudgetState:
         """``b_t`` of ``messages`` from pre-flight's report: used + pending is its total."""
@@ -236,6 +240,17 @@ class BudgetAwareFolding(RewritingStrategy):
 
     def _blocks(self, messages: Sequence[BaseMessage], ctx: CallContext) -> list[bacm.CommitBlock]:
         return bacm.commit_blocks(messages, ctx.session.cache.count_of, pin_task=self.pin_task)
+
+
+def _added(view: View, shown: View, ctx: CallContext) -> int:
+    """Raw tokens the tags and the budget line add: the messages they changed, counted
+    (cached by content: a block's tag is the same bytes on every call)."""
+    before: list[BaseMessage] = list(view.get("messages") or ())
+    after: list[BaseMessage] = list(shown.get("messages") or ())
+    count = ctx.session.cache.count_of
+    return sum(
+        count(new) - count(old) for old, new in zip(before, after, strict=True) if new is not old
+    )
 
 
 def _last_ai(messages: Sequence[BaseMessage]) -> int:

@@ -107,7 +107,29 @@ class ProviderPlacement(Middleware):
             return view
         if self.recall_refresh == "compression" and self.placement != "none":
             messages = keep_recall(messages, ctx)
-        return view.replace(messages=place_messages(messages, self.placement))
+        placed = place_messages(messages, self.placement)
+        remeasure(messages, placed, ctx)
+        return view.replace(messages=placed)
+
+
+def remeasure(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage], ctx: CallContext
+) -> None:
+    """Bring the usage report to what is sent: merged and paired messages cost
+    other tokens than the ones they replace (a message's overhead, a separator,
+    an acknowledgement), and the prompt ceiling trusts the report.
+
+    Only the messages placement made or took out are counted (cached by
+    content): the summaries' merge and pairs are the same bytes from call to
+    call, so this is one new count for the message a per-call block joins."""
+    if ctx.usage is None:
+        return
+    kept = {id(m) for m in before} & {id(m) for m in after}
+    count = ctx.session.cache.count_of
+    added = sum(count(m) for m in after if id(m) not in kept)
+    removed = sum(count(m) for m in before if id(m) not in kept)
+    if added != removed:
+        ctx.adjust_usage("messages", added - removed)
 
 
 def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
@@ -68,12 +68,14 @@ class PreflightCheck(Middleware):
     def fit(self, view: View, *, ctx: CallContext) -> View:
         """The view the node gets, within the prompt limit (see the module).
 
-        Runs after every layer, on what they made of the view. The usage report
-        as they left it (:meth:`CallContext.adjust_usage`) is an estimate: a
-        layer may reshape messages without re-measuring (placement pairs a
-        summary with an acknowledgement). Clearly under the limit, it is
-        trusted: O(1), which is every call a strategy keeps in budget. Near or
-        over it, the messages sent are counted (cached counts, by content).
+        Runs after every layer, on what they made of the view. Every built-in
+        layer that changes what is sent re-measures it exactly
+        (:meth:`CallContext.adjust_usage`; ``tests/test_usage_exact.py`` checks
+        each strategy), so the report as they left it, clearly under the limit,
+        is trusted: O(1), which is every call a strategy keeps in budget. The
+        slack is for a layer of the user's that reshapes a message without
+        re-measuring. Near or over the limit, the messages sent are counted
+        (cached counts, by content).
         """
         report = ctx.measured()
         if report.total + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
@@ -217,7 +219,8 @@ class PreflightCheck(Middleware):
         prompt = ctx.system_prompt or ""
         if prompt not in self._prompt_tokens:
             _bound(self._prompt_tokens)
-            self._prompt_tokens[prompt] = ctx.counter.count_text(prompt)
+            # As the node sends it: a system message of its own (the overhead included).
+            self._prompt_tokens[prompt] = ctx.counter.count_message(SystemMessage(prompt))
         return self._prompt_tokens[prompt]
 
     def _tool(self, tool: Any, ctx: CallContext) -> int:
@@ -231,9 +234,10 @@ class PreflightCheck(Middleware):
 
 SLACK_SHARE = 0.02
 MIN_SLACK = 32
-"""How far under the prompt limit the estimate must be for the ceiling to trust
-it without counting what is sent: a share of the limit, at least this many tokens.
-What layers leave unmeasured is a few tokens a message they reshape."""
+"""How far under the prompt limit the report must be for the ceiling to trust it
+without counting what is sent: a share of the limit, at least this many tokens.
+The built-ins report exactly; what a user's layer leaves unmeasured is a few
+tokens a message it reshapes."""
 
 _CEILING_MEMO = "preflight.ceiling_memo"
 """Session scratch key: the ceiling's reductions, for the next call (memory only)."""

@@ -108,7 +108,8 @@ def test_preflight_runs_once_per_model_call_counting_prompt_and_tools() -> None:
     first = entries[0]["data"]
     counter = TokenCounter()
     assert entries[0]["node"] == "model"
-    assert first["used"]["system"] == counter.count_text(PROMPT)
+    # create_agent sends the prompt as a system message: its overhead counts.
+    assert first["used"]["system"] == counter.count_message(SystemMessage(PROMPT))
     assert first["used"]["tools"] == counter.count_tool(lookup) > 0
     assert first["messages_count"] == 1
     # Calibration learned from the usage the model reported after the call.

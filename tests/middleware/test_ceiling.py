@@ -26,7 +26,7 @@ from langgraph_ctx import (
 )
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
 from langgraph_ctx.compression._ceiling import CUT_MARKER
-from langgraph_ctx.markers import is_compacted
+from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
@@ -166,3 +166,35 @@ def test_pinned_content_over_the_limit_is_refused_without_a_strategy_too() -> No
         graph.invoke({"messages": [giant]}, config)
     assert info.value.available == LIMIT and len(model.calls) == 1
     assert graph.get_state(config).values["messages"] == [*before, giant]
+
+
+def test_a_compression_that_leaves_the_history_over_compresses_again() -> None:
+    """Planned with an optimistic ratio (20) right under the line (target 0.99),
+    the first pass expects its summary to take span / 20 tokens; the smallest
+    summary is 150, so the history stays over the prompt limit. There is no tool
+    result to reduce: the ceiling compresses everything before the current turn
+    again into one meta-summary, and the history itself fits (pre-flight's
+    last-line guard has nothing to cut)."""
+    graph, model, compression = make_graph(
+        window=4_000, target_utilization=0.99, expected_ratio=20.0
+    )
+    config = cfg("compress-again")
+    turns: list[BaseMessage] = [HumanMessage("Audit the open invoices.", id="task")]
+    for k in range(10):
+        turns += [
+            HumanMessage(f"Notes {k}: INV-{k:04d} " + FILLER * 8, id=f"u{k}"),
+            AIMessage(f"Noted INV-{k:04d}.", id=f"a{k}"),
+        ]
+    turns.append(HumanMessage("Which invoices are still open?", id="now"))
+    assert COUNTER.count_messages(turns) > LIMIT
+    graph.invoke({"messages": turns}, config)
+    first, again = events(graph, config, "compression")
+    assert first["path"] == "synchronous" and again["path"] == "ceiling" and again["meta"]
+    history = graph.get_state(config).values["messages"]
+    assert COUNTER.count_messages(history[:-1]) <= LIMIT  # the history fits, not only the call
+    task, summary, now, _reply = history  # everything between is in the meta-summary
+    assert (task.id, now.id) == ("task", "now") and is_summary(summary)
+    assert not [e for e in events(graph, config, "ceiling_enforced") if e["scope"] == "prompt"]
+    [call] = model.calls
+    assert COUNTER.count_messages(list(call.messages)) <= LIMIT
+    assert compression.original("compress-again", "u9") == turns[19]  # archived, not lost

@@ -78,9 +78,9 @@ def test_report_measures_every_component() -> None:
         {"configurable": {"thread_id": "a"}},
     )
     (report,) = seen
-    assert report.used["system"] == (
-        COUNTER.count_message(msgs[0]) + COUNTER.count_text("You are a careful auditor.")
-    )
+    # The node's system prompt is sent as a message of its own: its overhead counts.
+    prompt = SystemMessage("You are a careful auditor.")
+    assert report.used["system"] == COUNTER.count_message(msgs[0]) + COUNTER.count_message(prompt)
     assert report.used["messages"] == COUNTER.count_message(msgs[1])
     assert report.used["tools"] == COUNTER.count_tool(lookup_order) > 20
     assert report.used["auxiliary"] > 0
