@@ -273,8 +273,11 @@ class Unsaved:
         self.history.append(out["messages"][-1])
 
 
-def long_horizon(turns: int, minilm_turns: int, peer_turns: int) -> list[str]:
-    """Model calls until a prompt first crosses the prompt limit, and probes kept."""
+def long_horizon(
+    turns: int, minilm_turns: int, peer_turns: int, progress: Callable[[list[str]], None]
+) -> None:
+    """Model calls until a prompt first crosses the prompt limit, and probes kept: the
+    section so far handed to ``progress`` after each strategy."""
     from harness import Strategy, synthetic
     from harness.runner import Plan, run_pairs
     from harness.session import TokenTally
@@ -294,27 +297,29 @@ def long_horizon(turns: int, minilm_turns: int, peer_turns: int) -> list[str]:
 
     plans = [
         Plan(Strategy("pace-lexical", "PACE, lexical", partial(build, "lexical", turns)), turns),
+        Plan(HARNESS["ours"], turns),
+        *(Plan(HARNESS[k], peer_turns) for k in PEERS),
         Plan(
             Strategy("pace-minilm", "PACE, MiniLM", partial(build, "minilm", minilm_turns)),
             minilm_turns,
         ),
-        Plan(HARNESS["ours"], turns),
-        *(Plan(HARNESS[k], peer_turns) for k in PEERS),
     ]
     session = synthetic.long_session(0, turns)
     window = 128_000
     limit = Budget.for_window(window).prompt_limit
-    w0, c0 = time.perf_counter(), time.process_time()
-    pairs = run_pairs(
-        plans, [session], window=window, backend="memory", tally=TokenTally(), cut=1.2
-    )
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    rows = []
-    for plan in plans:
+    rows: list[list[str]] = []
+    head = ["strategy", "turns / model calls run", "first call over the prompt limit"]
+    head += ["peak utilization", "probes kept", "own ms/call, calls 101-300 / last 200"]
+    head += ["run min (wall / CPU)"]
+    for plan in plans:  # one at a time, each section written as it ends
+        w0, c0 = time.perf_counter(), time.process_time()
+        pairs = run_pairs(
+            [plan], [session], window=window, backend="memory", tally=TokenTally(), cut=1.2
+        )
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         run = pairs[plan.key].runs[0]
         over = next((i for i, t in enumerate(run.prompt_tokens) if t > limit), None)
         first = f"{over + 1:,} (turn {run.turns[over] + 1:,})" if over is not None else "never"
-        kept = sum(run.probes.values())
         own = [1_000 * x for x in run.managed_seconds]
         rows.append(
             [
@@ -322,28 +327,30 @@ def long_horizon(turns: int, minilm_turns: int, peer_turns: int) -> list[str]:
                 f"{run.turns[-1] + 1:,} / {run.calls:,}",
                 first,
                 f"{max(run.prompt_tokens) / window:.3f}",
-                f"{kept}/{len(run.probes)}",
+                f"{sum(run.probes.values())}/{len(run.probes)}",
                 f"{statistics.median(own[100:300] or own):.1f} / "
                 f"{statistics.median(own[-200:]):.1f}",
+                f"{wall / 60:.1f} / {cpu / 60:.1f}",
             ]
         )
         print(f"long {plan.key}: {rows[-1]}", file=sys.stderr)
-    head = ["strategy", "turns / model calls run", "first call over the prompt limit"]
-    head += ["peak utilization", "probes kept", "own ms/call, calls 101-300 / last 200"]
-    return [
-        f"### (b) Long horizon: up to {turns:,} turns of ~1,500 tokens, 128K window",
-        "",
-        *table(head, rows),
-        "",
-        f"Prompt limit {limit:,} tokens; a run stops once a prompt passes 1.2x the window. "
-        f"One seeded session (`synthetic.long_session(0, {turns})`), replayed call by call; "
-        f"probes are those due within the turns a strategy ran. Whole run {wall / 60:.1f} min "
-        f"wall, {cpu / 60:.1f} min CPU (this process; 2 shared cores).",
-        "PACE's runs keep the history in the driver and hand it whole to a graph without a "
-        "checkpointer (see the next table for why); the others run on the harness's in-memory "
-        "checkpointer (latest checkpoint only), as in `benchmarks/run_harness.py`. The peers "
-        "get our summarizer.",
-    ]
+        progress(
+            [
+                f"### (b) Long horizon: up to {turns:,} turns of ~1,500 tokens, 128K window",
+                "",
+                *table(head, rows),
+                "",
+                f"Prompt limit {limit:,} tokens; a run stops once a prompt passes 1.2x the "
+                f"window. One seeded session (`synthetic.long_session(0, {turns})`), replayed "
+                "call by call; probes are those due within the turns a strategy ran. Run time "
+                "includes the harness's own (counting every prompt); CPU is this process's, on "
+                "2 shared cores.",
+                "PACE's runs keep the history in the driver and hand it whole to a graph without "
+                "a checkpointer (see the next table for why); the others run on the harness's "
+                "in-memory checkpointer (latest checkpoint only), as in "
+                "`benchmarks/run_harness.py`. The peers get our summarizer.",
+            ]
+        )
 
 
 PEERS = ("none", "trim", "summarization", "context-editing", "langmem")
@@ -502,8 +509,16 @@ def main() -> None:
         # Kept if the long horizon is cut short.
         note = " (retention part; the long horizon did not finish)"
         emit("pace", [*lines, "", f"Command: `python benchmarks/pace.py{flags}`.{note}"])
-    lines += ["", *long_horizon(turns, minilm, peers)]
-    lines += ["", *checkpointed((1_000, 5_000))]
+    done: list[str] = []
+
+    def progress(section: list[str]) -> None:
+        done[:] = ["", *section]
+        emit("pace", [*lines, *done])
+
+    long_horizon(turns, minilm, peers, progress)
+    lines += done
+    progress(checkpointed((1_000, 3_000)))
+    lines += done
     lines += ["", *overhead((1_000, 10_000))]
     if not args.long_only:
         lines += ["", f"Command: `python benchmarks/pace.py{flags}`."]
