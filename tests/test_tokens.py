@@ -104,6 +104,16 @@ def test_cache_counts_only_new_messages(exact: TokenCounter) -> None:
     assert cache.counted == 1010  # one tokenization per new message, none for the old 1,000
 
 
+def test_a_count_its_maker_remembers_is_looked_up_not_tokenized(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    block = HumanMessage("s1: called lookup\ns2: called search\n", id="pace-block-1")
+    made = exact.count_message(block)
+    cache.remember(block, made)
+    assert cache.count_of(block) == made and cache.counted == 0
+    edited = block.model_copy(update={"content": "s1: called lookup\n"})  # same id
+    assert cache.count_of(edited) == exact.count_message(edited) and cache.counted == 1
+
+
 def test_cache_survives_removal_and_fresh_objects_without_retokenizing(exact: TokenCounter) -> None:
     cache = MessageTokenCache(exact)
     msgs = history(100)
