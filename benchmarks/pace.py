@@ -502,7 +502,7 @@ def main() -> None:
         text = (RESULTS_DIR / "pace.md").read_text("utf-8")
         kept = text.split("\nCommand: ")[0].split("\n(a) is kept from")[0]
         lines = [*kept.splitlines(), "", "(a) is kept from the last full run (its command:"]
-        lines += ["`python benchmarks/pace.py --quick`); what follows is from", ""]
+        lines += ["`python benchmarks/pace.py --quick`); (b) and (c) are from"]
         lines += [f"Command: `python benchmarks/pace.py --long-only{flags}`.", ""]
     else:
         lines = retention_part(args.all_trials)
