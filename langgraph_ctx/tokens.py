@@ -306,11 +306,12 @@ class MessageTokenCache:
         return count
 
     def remember(self, message: BaseMessage, count: int) -> None:
-        """Take ``count`` as ``message``'s tokens, as if it had been counted: for a
-        message whose maker knows its count without tokenizing it whole (ARC's
-        memory, grown by an entry counted alone)."""
+        """Take ``count`` as ``message``'s tokens, as if it had been counted: its maker
+        built it from parts it had counted (ARC's memory grown by an entry, PACE's
+        condensed steps), so a later :meth:`count_of` (the prompt ceiling's) or
+        pre-flight looks it up instead of tokenizing it whole."""
         _activate(self)
-        self._active_memo()[message_key(message)] = count
+        self._keep(self._active_memo(), message_key(message), count)
 
     def forget(self, ids: Sequence[str]) -> None:
         """Messages left the history (archived): the memo lets go of their counts at
@@ -356,13 +357,16 @@ class MessageTokenCache:
     def _tokenize(self, message: BaseMessage, key: int, memo: dict[int, int]) -> int:
         count = self.counter.count_message(message)
         self.counted += 1
+        self._keep(memo, key, count)
+        return count
+
+    def _keep(self, memo: dict[int, int], key: int, count: int) -> None:
         if len(memo) >= MEMO_ENTRIES:
             # The newest half stays (in place: callers hold the dict): what was
             # counted last is what is asked next.
             for old in list(islice(memo, MEMO_ENTRIES // 2)):
                 del memo[old]
         memo[key] = count
-        return count
 
     def _active_memo(self) -> dict[int, int]:
         if self._memo is None:

@@ -104,6 +104,18 @@ def test_cache_counts_only_new_messages(exact: TokenCounter) -> None:
     assert cache.counted == 1010  # one tokenization per new message, none for the old 1,000
 
 
+def test_a_count_its_maker_remembers_is_looked_up_not_tokenized(exact: TokenCounter) -> None:
+    cache = MessageTokenCache(exact)
+    block = HumanMessage("s1: called lookup\ns2: called search\n", id="pace-block-1")
+    made = exact.count_message(block)
+    cache.remember(block, made)
+    assert cache.count_of(block) == made and cache.counted == 0
+    # Pre-flight's total looks it up too (ARC's grown memory, right after the fold).
+    assert cache.total([block]) == made and cache.counted == 0
+    edited = block.model_copy(update={"content": "s1: called lookup\n"})  # same id
+    assert cache.count_of(edited) == exact.count_message(edited) and cache.counted == 1
+
+
 def test_cache_survives_removal_and_fresh_objects_without_retokenizing(exact: TokenCounter) -> None:
     cache = MessageTokenCache(exact)
     msgs = history(100)
@@ -139,16 +151,6 @@ def test_an_edit_that_keeps_the_length_is_recounted(exact: TokenCounter) -> None
     edited = [msgs[0].model_copy(update={"content": "HELLO, you!"}), msgs[1]]  # same id, length
     assert len(edited[0].text) == len(msgs[0].text)
     assert cache.total(edited) == exact.count_messages(edited) != exact.count_messages(msgs)
-
-
-def test_a_remembered_count_is_looked_up_not_tokenized(exact: TokenCounter) -> None:
-    cache = MessageTokenCache(exact)
-    msgs = history(10)
-    cache.total(msgs)
-    grown = msgs[0].model_copy(update={"content": msgs[0].text + "\nmore", "id": "grown"})
-    cache.remember(grown, 1234)  # its maker's count, whatever the text would give
-    assert cache.total([grown, *msgs[1:]]) == 1234 + exact.count_messages(msgs[1:])
-    assert cache.count_of(grown) == 1234 and cache.counted == 20
 
 
 def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:

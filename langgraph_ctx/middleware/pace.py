@@ -213,11 +213,11 @@ class PredictiveExtraction(ContextStrategy):
             levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
         else:
             levels = fit(select(weights, limits), table, weights, budget - fixed)
-        messages = session.assemble(view["messages"], scored, levels.tolist())
-        # Counted, not estimated from the table: the prompt ceiling trusts the usage
-        # report a strategy leaves when it is clearly under the limit. Cached counts,
-        # and the condensed runs are new messages of a few tokens each.
-        sent = sum(map(ctx.session.cache.count_of, messages))
+        # The tokens sent come with the messages, summed from counts made once per step
+        # and line, exact (the prompt ceiling trusts the usage report a strategy leaves
+        # clearly under the limit): the condensed messages, new every call and as long
+        # as the budget allows, are never tokenized.
+        messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
         session.previous_tokens = sent
         # Against what pre-flight measured (its view may differ from the steps': a
         # repaired pair), so that the report stays exact.

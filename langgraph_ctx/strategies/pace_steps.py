@@ -24,9 +24,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx.compression import transcript
 from langgraph_ctx.markers import KEY
-from langgraph_ctx.strategies.pace import FULL, LEVELS, OMITTED, PLACEHOLDER
+from langgraph_ctx.strategies.pace import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
 from langgraph_ctx.strategies.pace_scorer import pack, unpack
 from langgraph_ctx.strategies.pace_summaries import SummaryJob
+from langgraph_ctx.tokens import MessageTokenCache
 
 PLACEHOLDER_WORDS = 10
 BLOCK_TITLE = "[Earlier steps, condensed by relevance; glimpse(ids) returns any step in full]"
@@ -154,7 +155,7 @@ class PaceSession:
         said = f"called {', '.join(calls)}" if calls else few_words(str(head.text))
         tail = [str(m.text) for m in messages[step.start + 1 : step.end]]
         step.placeholder = f"{step.id}: {said}" + (f" -> {few_words(tail[0], 6)}" if tail else "")
-        step.placeholder_tokens = count_text(step.placeholder) + 1  # and its newline
+        step.placeholder_tokens = count_text(step.placeholder + "\n")
         self._row(step)
         return step
 
@@ -218,8 +219,8 @@ class PaceSession:
     ) -> None:
         if isinstance(detailed, str) and isinstance(brief, str) and detailed and brief:
             step.detailed, step.brief = detailed, brief
-            step.detailed_tokens = count_text(detailed) + 4  # "sN (detailed): " and a newline
-            step.brief_tokens = count_text(brief) + 4
+            step.detailed_tokens = count_text(line(step, DETAILED) + "\n")
+            step.brief_tokens = count_text(line(step, BRIEF) + "\n")
             self._row(step)
 
     def record(self, step: Step, scorer: str) -> dict[str, Any]:
@@ -236,41 +237,72 @@ class PaceSession:
     # -- the context -----------------------------------------------------------
 
     def assemble(
-        self, messages: Sequence[BaseMessage], scored: Sequence[Step], levels: Sequence[int]
-    ) -> list[BaseMessage]:
+        self,
+        messages: Sequence[BaseMessage],
+        scored: Sequence[Step],
+        levels: np.ndarray,
+        cache: MessageTokenCache,
+    ) -> tuple[list[BaseMessage], int]:
         """Head, then each scored step at its level (runs of condensed steps as one
-        message), then the rest (the recent steps) as they are."""
+        message), then the rest (the recent steps) as they are.
+
+        Returns the messages and their tokens, from counts already known: the
+        steps' messages' and each condensed line's, made once per step. A line is
+        counted with its newline and starts with a step id, and the tokenizer
+        never joins a newline with the word after it, so a condensed message's
+        tokens are the sum of its lines' (with tiktoken; with the estimator, a
+        sum of estimates) and go to ``cache`` with it: nothing is tokenized here,
+        by the prompt ceiling either. One pass over the steps shown.
+        """
+        count_text = cache.counter.count_text
+        overhead = cache.counter.count_message(HumanMessage(""))
         out: list[BaseMessage] = list(messages[: self.head_end])
+        tokens = self.head_tokens + sum(step.tokens for step in self.steps[len(scored) :])
+        shown = np.flatnonzero(levels != OMITTED)
+        title = [BLOCK_TITLE]
+        if len(shown) < len(levels):
+            omitted = len(levels) - len(shown)
+            title.append(f"({omitted} less relevant steps not listed; glimpse them by id)")
         lines: list[str] = []
-        omitted = sum(1 for level in levels if level == OMITTED)
-        first_block = True
+        pending = 0  # the tokens of those lines
 
         def flush() -> None:
-            nonlocal first_block
-            if not lines:
-                return
-            head = [BLOCK_TITLE] if first_block else []
-            if first_block and omitted:
-                head.append(f"({omitted} less relevant steps not listed; glimpse them by id)")
-            out.append(_block("\n".join([*head, *lines]), len(lines), len(out)))
-            first_block = False
-            lines.clear()
+            nonlocal tokens, pending
+            if lines:  # the first condensed message carries the title
+                block = _block([*title, *lines], len(lines), len(out))
+                count = overhead + pending + sum(count_text(f"{x}\n") for x in title)
+                cache.remember(block, count)
+                out.append(block)
+                tokens += count
+                title.clear()
+                lines.clear()
+                pending = 0
 
-        for step, level in zip(scored, levels, strict=True):
+        table = self.table  # row i is scored[i]: steps are numbered in order from 1
+        for i in shown.tolist():
+            step, level = scored[i], int(levels[i])
             if level == FULL:
                 flush()
                 out.extend(messages[step.start : step.end])
-            elif level == PLACEHOLDER:
-                lines.append(step.placeholder)
-            elif level != OMITTED:
-                text = step.detailed if LEVELS[level] == "detailed" else step.brief
-                lines.append(f"{step.id} ({LEVELS[level]}): {text}")
+                tokens += step.tokens
+            else:
+                lines.append(line(step, level))
+                pending += int(table[i, level])
         flush()
         rest = scored[-1].end if scored else self.head_end
         out.extend(messages[rest:])
-        return out
+        return out, tokens
 
 
-def _block(text: str, steps: int, at: int) -> HumanMessage:
+def line(step: Step, level: int) -> str:
+    """Step ``step``'s line in a condensed message, at a condensed ``level``."""
+    if level == PLACEHOLDER:
+        return step.placeholder
+    text = step.detailed if level == DETAILED else step.brief
+    return f"{step.id} ({LEVELS[level]}): {text}"
+
+
+def _block(lines: list[str], steps: int, at: int) -> HumanMessage:
     marks = {KEY: {"pace": {"steps": steps}}}
+    text = "".join(f"{x}\n" for x in lines)  # every line ends with its newline, as counted
     return HumanMessage(text, id=f"pace-block-{at}", additional_kwargs=marks)

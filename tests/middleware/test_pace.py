@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,7 @@ from langgraph_ctx.strategies.pace import (
 )
 from langgraph_ctx.strategies.pace_scorer import relative_weights, unit
 from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
 
 TOPICS = ("flight", "hotel", "museum", "weather", "train", "dinner")
 
@@ -109,6 +111,14 @@ def run_turns(graph: Any, topics: Sequence[str], *, start: int = 0, thread: str 
     for i, topic in enumerate(topics, start):
         head = [HumanMessage("Plan my trip.", id="task")] if i == 0 else []
         graph.invoke({"messages": [*head, turn(i, topic)]}, cfg(thread))
+
+
+def settle(summarizer: CountingSummarizer, calls: int) -> None:
+    """Wait (10 s at most) for the summaries of the steps call ``calls`` (from 0)
+    sealed: ``calls - 1`` of them, two summaries each."""
+    deadline = time.monotonic() + 10
+    while summarizer.calls < 2 * max(0, calls - 1) and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def last_ledger(graph: Any, kind: str = "pace_context", thread: str = "t") -> dict[str, Any]:
@@ -186,6 +196,50 @@ def test_fit_keeps_within_budget_and_lowers_the_least_relevant_first(
         assert not kept.size or kept.min() >= weights[levels == OMITTED].max()
 
 
+def walk(levels: np.ndarray, tokens: np.ndarray, weights: np.ndarray, budget: int) -> list[int]:
+    """:func:`fit` as the section states it, one step and one level at a time."""
+    table, current = tokens.tolist(), levels.tolist()
+    current = [FULL if table[i][lv] < 0 else lv for i, lv in enumerate(current)]
+    total = sum(table[i][lv] for i, lv in enumerate(current))
+    order = np.argsort(weights, kind="stable").tolist()
+    for i in order:
+        while current[i] < PLACEHOLDER and total > budget:
+            lower = next(k for k in range(current[i] + 1, OMITTED) if table[i][k] >= 0)
+            total += table[i][lower] - table[i][current[i]]
+            current[i] = lower
+        if total <= budget:
+            return current
+    for i in order:
+        total -= table[i][PLACEHOLDER]
+        current[i] = OMITTED
+        if total <= budget:
+            break
+    return current
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(-1, 300), min_size=3, max_size=3),
+            st.integers(0, 30),
+            st.integers(0, 3),
+            st.sampled_from([0.1, 0.5, 0.5, 1.0, 2.0]),  # ties: the stable order decides
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.integers(0, 4_000),
+)
+def test_fit_makes_the_choices_of_the_step_by_step_walk(
+    rows: list[tuple[list[int], int, int, float]], budget: int
+) -> None:
+    # Any costs, a lower level dearer than a higher one included; full always exists.
+    tokens = np.array([(abs(a), b, c, ph, 0) for (a, b, c), ph, _, _ in rows], dtype=np.int64)
+    levels = np.array([lv for *_, lv, _ in rows], dtype=np.int8)
+    weights = np.array([w for *_, w in rows])
+    assert fit(levels, tokens, weights, budget).tolist() == walk(levels, tokens, weights, budget)
+
+
 def test_bad_settings_are_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match="thresholds"):
         PaceSettings(thresholds=(0.8, 0.4, 1.5))
@@ -235,6 +289,34 @@ def test_relevant_steps_stay_full_and_the_last_two_always_do() -> None:
     assert "u12" in ids  # the last flight turn, in full
     assert "u13" not in ids  # a hotel turn, condensed
     assert data["tokens_after"] < data["tokens_before"]
+
+
+def test_the_tokens_reported_are_those_of_the_messages_sent() -> None:
+    # Summed from per-step and per-line counts, never by re-tokenizing the condensed
+    # messages: the sum must equal a fresh count of what the model received.
+    summarizer = CountingSummarizer()
+    graph, agent, _ = make(window=3_000, summarizer=summarizer)
+    topics = ["flight", "hotel", "museum", "weather", "train", "dinner"] * 3
+    for i, topic in enumerate(topics):
+        run_turns(graph, [topic], start=i)
+        settle(summarizer, i)  # so that summary lines are sent too
+    entries = graph.get_state(cfg()).values["context_ledger"]
+    reports = [e["data"] for e in entries if e["kind"] == "pace_context"]
+    counter = TokenCounter()
+    for data, call in zip(reports, agent.calls[-len(reports) :], strict=True):
+        assert data["tokens_after"] == counter.count_messages(call.messages)
+    assert any(d["detailed"] + d["brief"] for d in reports)  # summary lines were sent
+    assert any(d["placeholder"] for d in reports) and any(d["full"] for d in reports)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 10_000), st.text(max_size=60)), min_size=1, max_size=8))
+def test_a_condensed_message_costs_the_sum_of_its_lines(rows: list[tuple[int, str]]) -> None:
+    # Why the sum is exact: each line ends with its newline and starts with a step id,
+    # and tiktoken never joins a newline with the word after it. Any text in between.
+    counter = TokenCounter()
+    lines = [f"s{n}: {text}\n" for n, text in rows]
+    assert counter.count_text("".join(lines)) == sum(map(counter.count_text, lines))
 
 
 def test_last_two_steps_stay_full_even_when_irrelevant_and_over_budget() -> None:
@@ -387,10 +469,12 @@ def test_default_scorer_is_minilm_when_the_extra_is_installed() -> None:
 
 
 async def test_pace_runs_under_ainvoke_with_the_same_result() -> None:
-    graph, agent, _ = make(summarizer=CountingSummarizer())
+    summarizer = CountingSummarizer()
+    graph, agent, _ = make(summarizer=summarizer)
     for i, topic in enumerate(["flight", "hotel", "museum", "weather", "train"]):
         head = [HumanMessage("Plan my trip.", id="task")] if i == 0 else []
         await graph.ainvoke({"messages": [*head, turn(i, topic)]}, cfg())
+        settle(summarizer, i)  # a loaded machine must not leave a summary unmade
     await graph.ainvoke({"messages": [HumanMessage("flight?", id="q")]}, cfg())
     data = last_ledger(graph)
     assert data["scored"] == 3 and data["scorer"] == "TopicEmbeddings"
