@@ -6,7 +6,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
@@ -199,3 +205,31 @@ def test_a_snippet_names_the_summary_that_replaced_it() -> None:
     summary = summary or agent.archive.get("t", f"lgctx-summary-{seq}")
     assert summary is not None and is_summary(summary)
     assert "fact" in summary.additional_kwargs[KEY]["summary"]["covers"]
+
+
+def test_a_long_tool_result_whose_one_line_answers_beats_short_lookalike_questions() -> None:
+    # The index scores whole messages: the result's one answering line is diluted by
+    # its 80 other lines, and earlier questions about other offices, short and in the
+    # question's own words, outrank it. By its best passage it comes first.
+    offices = ["Lisbon", "Porto", "Faro", "Braga", "Evora", "Coimbra", "Aveiro", "Leiria"]
+    lines = [
+        f"INFO {offices[i % 8]} office: shelf {i} inventoried, {i % 7} boxes moved."
+        for i in range(80)
+    ]
+    lines.insert(50, "INFO update: the vault code for the Lisbon office is ZX-4471.")
+    archive = InMemoryArchive()
+    shipped = [HumanMessage(f"The Lisbon office shipped crate {i}.", id=f"s{i}") for i in range(40)]
+    archive.put("t", shipped, reason="compressed into summary #1")
+    result = ToolMessage("\n".join(lines), tool_call_id="c1", name="search_logs", id="logs")
+    archive.put("t", [result], reason="compressed into summary #2")
+    asked = [
+        HumanMessage(f"What is the vault code for the {city} office?", id=f"asked-{city}")
+        for city in ("Madrid", "Rome", "Oslo", "Paris", "Vienna", "Prague", "Bern", "Riga")
+    ]
+    archive.put("t", asked, reason="compressed into summary #3")
+    first = [h.message_id for h in archive.search("t", QUESTION, limit=9)]
+    assert "logs" not in first[:8]  # by whole message, below all eight questions
+    agent = Agent(archive=archive, archive_hits=2)
+    agent.send([HumanMessage(QUESTION, id="q")])
+    block = agent.recalled()
+    assert "ZX-4471" in block and "archived logs;" in block.splitlines()[1]
