@@ -41,6 +41,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_str, check_timeout
+from langgraph_ctx.compression import entities
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
@@ -175,11 +176,9 @@ class MemoryRecall(Middleware):
                     limit = self.archive_hits * _OVERFETCH + min(
                         len(history[0]), _OVERFETCH * self.archive_hits
                     )
-                    search = (request.thread, request.query)
-                    options: dict[str, Any] = {"limit": limit, "namespace": request.namespace}
                     hits = yield IOCall(
-                        partial(self.archive.search, *search, **options),
-                        partial(self.archive.asearch, *search, **options),
+                        partial(self._archived, request, limit),
+                        partial(self._aarchived, request, limit),
                         timeout=self.timeout,
                     )
             except Exception as exc:
@@ -244,6 +243,24 @@ class MemoryRecall(Middleware):
         assert self.bank is not None and r.scope is not None  # asked only then
         warm = await self.bank.asession_summary(r.scope, r.task_key) if r.task_key else None
         return warm, await self.bank.asearch(r.scope, r.query)
+
+    def _archived(self, r: _Request, limit: int) -> list[ArchiveHit]:
+        """The question's hits, then each of its names' (see :func:`searches`)."""
+        assert self.archive is not None and r.thread is not None  # asked only then
+        found = [
+            self.archive.search(r.thread, query, limit=n, namespace=r.namespace)
+            for query, n in searches(r.query, limit, self.archive_hits)
+        ]
+        return _union(found)
+
+    async def _aarchived(self, r: _Request, limit: int) -> list[ArchiveHit]:
+        """The question's hits, then each of its names' (see :func:`searches`)."""
+        assert self.archive is not None and r.thread is not None  # asked only then
+        found = [
+            await self.archive.asearch(r.thread, query, limit=n, namespace=r.namespace)
+            for query, n in searches(r.query, limit, self.archive_hits)
+        ]
+        return _union(found)
 
     def _inject(
         self,
@@ -338,7 +355,7 @@ def _ranked(
     scores highest, and the memories (each kind scores its best 1.0; an archived
     original wins a tie: it is what this conversation said). An original's line is
     its best passages within ``snippet_tokens`` or the room left, whichever is less."""
-    ranking = PassageRanking(query, [h.text for h in hits])
+    ranking = PassageRanking(query, [h.text for h in hits], entities(query))
     order = ranking.order()[:archive_hits]
     top = max([ranking.best(i) for i in order], default=0.0) or 1.0
 
@@ -355,6 +372,25 @@ def _ranked(
     scored += [(m.score, 1, partial(remembered, m), m) for m in memories]
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [(line, item) for _, _, line, item in scored]
+
+
+def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
+    """The archive searches for ``query``: ``(query, limit)`` each. The question itself,
+    then each name in it (:func:`~langgraph_ctx.compression.entities`) alone, for
+    ``_OVERFETCH * shown`` more: when earlier turns asked the same about other
+    things, a question's words fill the first search with them, and the passages
+    that name the thing asked about are found by its name."""
+    names = sorted(entities(query))
+    return [(query, limit), *((name, _OVERFETCH * shown) for name in names)]
+
+
+def _union(found: Sequence[Sequence[ArchiveHit]]) -> list[ArchiveHit]:
+    """Each hit once, in the order first found."""
+    seen: dict[str, ArchiveHit] = {}
+    for hits in found:
+        for hit in hits:
+            seen.setdefault(hit.message_id, hit)
+    return list(seen.values())
 
 
 def select(

@@ -13,17 +13,24 @@ The passages of the candidates are the corpus, not the whole archive: every
 backend can give the candidates, and among them a query term found in every
 passage (the question's own wording, repeated in earlier questions) tells none
 apart, while one found in a few picks the passages that answer.
+
+A name is matched whole. Words cannot tell "the invoice for Nakamura Supply" from
+the invoice for Whitfield Supply or a contact called Nakamura: each shares words
+with the question. So the caller may give the question's ``names`` (its entities:
+proper names, ids, dates), and a passage that names more of them outranks any
+that names fewer: it gets, for each, more than any passage can score on words.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
 from langgraph_ctx.retrieval.index import query_terms
-from langgraph_ctx.retrieval.text import idf, sentences, terms, tf_weight
+from langgraph_ctx.retrieval.text import K1, idf, sentences, terms, tf_weight
 
 __all__ = ["Passage", "PassageRanking", "passages"]
 
@@ -48,13 +55,15 @@ def passages(text: str) -> tuple[Passage, ...]:
 
 
 class PassageRanking:
-    """BM25 of every passage of ``texts`` for ``query``, their passages as the corpus.
+    """BM25 of every passage of ``texts`` for ``query``, their passages as the corpus;
+    a passage that names more of ``names`` outranks one that names fewer (see the
+    module doc).
 
     Costs the candidates' length (tokenized once each, then cached), never the
     archive's size.
     """
 
-    def __init__(self, query: str, texts: Sequence[str]) -> None:
+    def __init__(self, query: str, texts: Sequence[str], names: Collection[str] = ()) -> None:
         wanted = query_terms(query)
         self._texts = [passages(t) for t in texts]
         every = [p for ps in self._texts for p in ps]
@@ -63,6 +72,9 @@ class PassageRanking:
         self.weights = {t: idf(n, df[t]) for t in wanted if df[t]}
         """Each query term found in some passage, and its weight (BM25's idf)."""
         avg = (sum(p.length for p in every) / n if n else 0.0) or 1.0
+        # BM25 adds less than idf * (k1 + 1) per term: a name is worth more than all words.
+        name_worth = 1.0 + sum(self.weights.values()) * (K1 + 1)
+        found = [_name(name) for name in names if name.strip()]
         self._scores = [
             [
                 sum(
@@ -70,6 +82,7 @@ class PassageRanking:
                     for t, w in self.weights.items()
                     if t in p.terms
                 )
+                + (name_worth * sum(1 for f in found if f.search(p.text)) if found else 0.0)
                 for p in ps
             ]
             for ps in self._texts
@@ -86,3 +99,10 @@ class PassageRanking:
     def scored(self, i: int) -> list[tuple[str, float]]:
         """Text ``i``'s passages, in order, with their scores."""
         return [(p.text, s) for p, s in zip(self._texts[i], self._scores[i], strict=True)]
+
+
+def _name(name: str) -> re.Pattern[str]:
+    """``name`` as a whole, any case, any spacing: "Nakamura Supply" is not in
+    "Nakamura Supplyco" nor "P. Nakamura"."""
+    words = (re.escape(w) for w in name.split())
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
