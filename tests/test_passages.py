@@ -60,3 +60,18 @@ def test_a_snippet_shows_the_row_with_the_rare_term_not_the_first_with_as_many()
         shown = excerpt(text, ranking.scored(0), ranking.weights, 40, counter)
         assert "BKG-556383" in shown, (fact_at, shown)
         assert counter.count_text(shown) <= 40
+
+
+def test_a_passage_that_names_the_thing_asked_about_comes_first() -> None:
+    question = "What was the invoice number for the Nakamura Supply order?"
+    texts = [
+        "The invoice number for the Whitfield Supply order is INV-2023-4173.",
+        '{"customer": "Nakamura Supply", "contact": "P. Okafor", "invoice": "INV-2025-7770"}',
+        "P. Nakamura sent the invoice number for the supply order.",
+    ]
+    words_only = PassageRanking(question, texts)
+    assert words_only.order()[-1] == 1  # the fewest of the question's words
+    named = PassageRanking(question, texts, names=["Nakamura Supply"])
+    assert named.order()[0] == 1  # the name whole, not its words apart
+    assert PassageRanking(question, texts, names=["nakamura   supply"]).order()[0] == 1
+    assert PassageRanking(question, texts, names=["Nakamura Sup"]).order() == words_only.order()

@@ -234,3 +234,41 @@ def test_a_long_tool_result_whose_one_line_answers_beats_short_lookalike_questio
     agent.send([HumanMessage(QUESTION, id="q")])
     block = agent.recalled()
     assert "ZX-4471" in block and "archived logs;" in block.splitlines()[1]
+
+
+def test_a_fact_is_found_by_its_name_when_lookalike_questions_fill_the_search() -> None:
+    # Eighty earlier questions and answers about other suppliers' invoices share every
+    # word but the name with the question, and "Nakamura" is a common word here: the
+    # question's own search returns only them. The search by the name finds the row,
+    # and naming the supplier whole ranks it first.
+    question = "What was the invoice number for the Nakamura Supply order?"
+    archive = InMemoryArchive()
+    for n in range(80):
+        other = f"Supplier{n} Supply"
+        archive.put(
+            "t",
+            [
+                HumanMessage(f"What was the invoice number for the {other} order?", id=f"q{n}"),
+                AIMessage(f"The invoice number for the {other} order is INV-{n:04d}.", id=f"a{n}"),
+            ],
+            reason="compressed into summary #1",
+        )
+    stacked = " The crate was checked, weighed and stacked." * 5
+    signed = [
+        HumanMessage(f"P. Nakamura signed crate {i}.{stacked}", id=f"s{i}") for i in range(200)
+    ]
+    archive.put("t", signed, reason="compressed into summary #1")
+    note = "the warehouse team reviewed the pallet manifest after the Monday sync"
+    rows = [
+        f'{{"order_id": "SO-{i}", "customer": "Nakamura Supply", "note": "{note}"}}'
+        for i in range(30)
+    ]
+    rows.insert(17, '{"order_id": "SO-99", "customer": "Nakamura Supply", "invoice": "INV-7770"}')
+    result = ToolMessage("\n".join(rows), tool_call_id="c1", name="query_orders", id="orders")
+    archive.put("t", [result], reason="compressed into summary #2")
+    # Recall asks for 4 per snippet shown (8), plus what the history still holds.
+    assert "orders" not in {h.message_id for h in archive.search("t", question, limit=40)}
+    agent = Agent(archive=archive)
+    agent.send([HumanMessage(question, id="q")])
+    block = agent.recalled().splitlines()
+    assert "archived orders;" in block[1] and "INV-7770" in block[1]
