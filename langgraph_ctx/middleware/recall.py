@@ -70,6 +70,8 @@ _HEADER = (
 Found = tuple[SessionSummary | None, list[Memory], list[ArchiveHit]]
 _OVERFETCH = 4
 """Archived candidates searched for, per one shown, beyond those still in the history."""
+_NAMES = 4
+"""Names of a query searched for on their own, at most."""
 _FOUND = "recall_found"
 """Session scratch key: the last search, reused while its query and history stand."""
 
@@ -355,7 +357,7 @@ def _ranked(
     scores highest, and the memories (each kind scores its best 1.0; an archived
     original wins a tie: it is what this conversation said). An original's line is
     its best passages within ``snippet_tokens`` or the room left, whichever is less."""
-    ranking = PassageRanking(query, [h.text for h in hits], entities(query))
+    ranking = PassageRanking(query, [h.text for h in hits], names_in(query))
     order = ranking.order()[:archive_hits]
     top = max([ranking.best(i) for i in order], default=0.0) or 1.0
 
@@ -376,12 +378,18 @@ def _ranked(
 
 def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
     """The archive searches for ``query``: ``(query, limit)`` each. The question itself,
-    then each name in it (:func:`~langgraph_ctx.compression.entities`) alone, for
-    ``_OVERFETCH * shown`` more: when earlier turns asked the same about other
-    things, a question's words fill the first search with them, and the passages
-    that name the thing asked about are found by its name."""
-    names = sorted(entities(query))
-    return [(query, limit), *((name, _OVERFETCH * shown) for name in names)]
+    then each name in it (:func:`names_in`) alone, for ``_OVERFETCH * shown`` more:
+    when earlier turns asked the same about other things, a question's words fill
+    the first search with them, and the passages that name the thing asked about
+    are found by its name."""
+    return [(query, limit), *((name, _OVERFETCH * shown) for name in names_in(query))]
+
+
+def names_in(query: str) -> list[str]:
+    """The first :data:`_NAMES` names in ``query`` (:func:`~langgraph_ctx.compression.entities`:
+    proper names, ids, dates, amounts), in order: a pasted page names dozens, and
+    each would cost a search and its candidates."""
+    return sorted(entities(query), key=query.find)[:_NAMES]
 
 
 def _union(found: Sequence[Sequence[ArchiveHit]]) -> list[ArchiveHit]:

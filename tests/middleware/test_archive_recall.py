@@ -25,7 +25,7 @@ from langgraph_ctx import (
     call_llm_node,
 )
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_summary
-from langgraph_ctx.middleware.recall import MemoryRecall
+from langgraph_ctx.middleware.recall import MemoryRecall, searches
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.testing import ScriptedChatModel
@@ -272,3 +272,15 @@ def test_a_fact_is_found_by_its_name_when_lookalike_questions_fill_the_search() 
     agent.send([HumanMessage(question, id="q")])
     block = agent.recalled().splitlines()
     assert "archived orders;" in block[1] and "INV-7770" in block[1]
+
+
+def test_a_question_naming_many_things_searches_its_first_four_names_only() -> None:
+    query = "Compare Acme Corp with Globex, Initech, Umbrella Corp, Hooli and Vehement Capital."
+    assert searches(query, 40, 8) == [
+        (query, 40),
+        ("Acme Corp", 32),
+        ("Globex", 32),
+        ("Initech", 32),
+        ("Umbrella Corp", 32),
+    ]
+    assert searches("What is the vault code?", 40, 8) == [("What is the vault code?", 40)]
