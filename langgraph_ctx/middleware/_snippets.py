@@ -1,8 +1,9 @@
 """What recall shows of an archived original: its passages that match, and where it was.
 
 An archived message can be a 3,000-token tool result of which one line answers
-the question. Recall shows that line (the sentences sharing the most query
-terms, in their order, within a token cap), the message id (which ``glimpse``
+the question. Recall shows that line (its passages that score best for the
+query, in their order, within a token cap: see
+:mod:`~langgraph_ctx.retrieval.passages`), the message id (which ``glimpse``
 takes to get the whole of it back) and the summary that replaced it.
 """
 
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Collection, Sequence
 
-from langgraph_ctx.retrieval.text import sentences, terms
+from langgraph_ctx.retrieval.passages import PassageRanking
 from langgraph_ctx.storage.archive import ArchiveHit
 from langgraph_ctx.tokens import TokenCounter
 
@@ -37,21 +39,30 @@ def where(hit: ArchiveHit) -> str:
     return role
 
 
-def archived_line(hit: ArchiveHit, query: str, cap: int, counter: TokenCounter) -> str:
-    """One line of the recall block for ``hit``, its text within ``cap`` tokens."""
-    return f"- [archived {hit.message_id}; {where(hit)}] {excerpt(hit.text, query, cap, counter)}"
+def archived_line(
+    hit: ArchiveHit, ranking: PassageRanking, i: int, cap: int, counter: TokenCounter
+) -> str:
+    """One line of the recall block for ``hit``, text ``i`` of ``ranking``, its text
+    within ``cap`` tokens."""
+    text = excerpt(hit.text, ranking.scored(i), ranking.weights, cap, counter)
+    return f"- [archived {hit.message_id}; {where(hit)}] {text}"
 
 
-def excerpt(text: str, query: str, cap: int, counter: TokenCounter) -> str:
-    """``text`` on one line if it fits ``cap`` tokens, else its sentences that share the
-    most query terms, in their order, as many as fit (the best one cut if it alone
-    does not)."""
+def excerpt(
+    text: str,
+    passages: Sequence[tuple[str, float]],
+    wanted: Collection[str],
+    cap: int,
+    counter: TokenCounter,
+) -> str:
+    """``text`` on one line if it fits ``cap`` tokens, else its best ``passages`` (each
+    with its score), in their order, as many as fit; if the best alone does not fit,
+    its stretch around the first of the ``wanted`` terms."""
     flat = one_line(text)
     if counter.count_text(flat) <= cap:
         return flat
-    wanted = set(terms(query))
-    parts = [one_line(s) for s in sentences(text)]
-    rank = sorted(range(len(parts)), key=lambda i: (-len(wanted & set(terms(parts[i]))), i))
+    parts = [one_line(s) for s, _ in passages]
+    rank = sorted(range(len(parts)), key=lambda i: (-passages[i][1], i))
     chosen: list[int] = []
     used = 0
     for i in rank:
@@ -59,7 +70,7 @@ def excerpt(text: str, query: str, cap: int, counter: TokenCounter) -> str:
         if used + cost <= cap:
             chosen.append(i)
             used += cost
-    if not chosen:  # one long sentence: the stretch around its first matching term
+    if not chosen:  # one long passage: the stretch around its first matching term
         best = parts[rank[0]] if parts else flat
         return _around(best, wanted, cap, counter)
     chosen.sort()
@@ -69,7 +80,7 @@ def excerpt(text: str, query: str, cap: int, counter: TokenCounter) -> str:
     return out
 
 
-def _around(text: str, wanted: set[str], cap: int, counter: TokenCounter) -> str:
+def _around(text: str, wanted: Collection[str], cap: int, counter: TokenCounter) -> str:
     lowered = text.casefold()
     at = min((lowered.find(t) for t in wanted if t in lowered), default=0)
     start = max(0, at - cap)  # about a quarter of the room before the match

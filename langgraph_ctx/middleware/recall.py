@@ -10,11 +10,13 @@ re-measured it), so it must run after :class:`PreflightCheck`. Per call:
    unreachable store records ``recall_timeout`` / ``recall_error`` and the call
    goes on without recall. The archive needs no scope (it is the thread's own);
    memories do, and a call without one says so (``recall_scope``, once a session);
-3. drop archived hits still in the active history (over-fetched, so that enough
-   remain), then include, best score first, each snippet that still fits the
-   auxiliary tokens pre-flight left, and never past the red line: an archived
-   original as its best passage with its message id and the summary that covers
-   it (``glimpse`` gets the whole of it), a memory as its text;
+3. drop archived hits still in the active history, re-rank the rest by their best
+   passage (the index scores whole messages, and a long tool result's one
+   answering line drowns in its length: :mod:`~langgraph_ctx.retrieval.passages`;
+   over-fetched for both), then include, best score first, each snippet that
+   still fits the auxiliary tokens pre-flight left, and never past the red line:
+   an archived original as its best passages with its message id and the summary
+   that covers it (``glimpse`` gets the whole of it), a memory as its text;
 4. inject them as ONE ephemeral system message, after the leading system
    messages and summaries: the model sees it, the checkpoint never does (and
    :class:`~langgraph_ctx.middleware.ProviderPlacement` moves it after the
@@ -39,6 +41,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_number, check_str
+from langgraph_ctx.compression import entities
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
@@ -53,6 +56,7 @@ from langgraph_ctx.middleware._room import RoomFiller
 from langgraph_ctx.middleware._snippets import archived_line, one_line
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
+from langgraph_ctx.retrieval.passages import PassageRanking
 from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive
 
 logger = logging.getLogger("langgraph_ctx.recall")
@@ -64,6 +68,10 @@ _HEADER = (
     "(archived: glimpse an id for the whole message); use what is relevant."
 )
 Found = tuple[SessionSummary | None, list[Memory], list[ArchiveHit]]
+_OVERFETCH = 4
+"""Archived candidates searched for, per one shown, beyond those still in the history."""
+_NAMES = 4
+"""Names of a query searched for on their own, at most."""
 _FOUND = "recall_found"
 """Session scratch key: the last search, reused while its query and history stand."""
 
@@ -111,8 +119,9 @@ class MemoryRecall(RoomFiller):
             max_tokens: a cap below the auxiliary budget pre-flight leaves.
             snippet_tokens: the most one archived original takes in the block:
                 its passages that best match the query, in order.
-            archive_hits: archived originals searched for, beyond those still in
-                the history (which are skipped).
+            archive_hits: archived originals shown at most; four times as many are
+                searched for (beyond those still in the history, which are
+                skipped) and the best by passage kept.
             task_key: the ``config["configurable"]`` key (or ``state["session"]``
                 key) naming the task, for cross-session warming.
         """
@@ -156,13 +165,14 @@ class MemoryRecall(RoomFiller):
                     )
                     warm, memories = yield fetch
                 if self.archive is not None and request.thread and request.query:
-                    # Over-fetched: the hits still in the history are dropped.
-                    limit = self.archive_hits + min(len(history[0]), 4 * self.archive_hits)
-                    search = (request.thread, request.query)
-                    options: dict[str, Any] = {"limit": limit, "namespace": request.namespace}
+                    # Over-fetched: the hits still in the history are dropped, and the
+                    # rest re-ranked by passage, which can lift one from far down.
+                    limit = self.archive_hits * _OVERFETCH + min(
+                        len(history[0]), _OVERFETCH * self.archive_hits
+                    )
                     hits = yield IOCall(
-                        partial(self.archive.search, *search, **options),
-                        partial(self.archive.asearch, *search, **options),
+                        partial(self._archived, request, limit),
+                        partial(self._aarchived, request, limit),
                         timeout=self.timeout,
                     )
             except Exception as exc:
@@ -227,6 +237,24 @@ class MemoryRecall(RoomFiller):
         warm = await self.bank.asession_summary(r.scope, r.task_key) if r.task_key else None
         return warm, await self.bank.asearch(r.scope, r.query)
 
+    def _archived(self, r: _Request, limit: int) -> list[ArchiveHit]:
+        """The question's hits, then each of its names' (see :func:`searches`)."""
+        assert self.archive is not None and r.thread is not None  # asked only then
+        found = [
+            self.archive.search(r.thread, query, limit=n, namespace=r.namespace)
+            for query, n in searches(r.query, limit, self.archive_hits)
+        ]
+        return _union(found)
+
+    async def _aarchived(self, r: _Request, limit: int) -> list[ArchiveHit]:
+        """The question's hits, then each of its names' (see :func:`searches`)."""
+        assert self.archive is not None and r.thread is not None  # asked only then
+        found = [
+            await self.archive.asearch(r.thread, query, limit=n, namespace=r.namespace)
+            for query, n in searches(r.query, limit, self.archive_hits)
+        ]
+        return _union(found)
+
     def _inject(
         self,
         view: View,
@@ -250,8 +278,8 @@ class MemoryRecall(RoomFiller):
         # is not: its digest is there, the original is not). A consolidated summary
         # only retells originals, which are searched themselves.
         hits = [h for h in hits if h.kind == "tool_result" or h.message_id not in active]
-        hits = [h for h in hits if h.kind != "summary"][: self.archive_hits]
-        items = _ranked(memories, hits, r.query, self.snippet_tokens, ctx)
+        hits = [h for h in hits if h.kind != "summary"]
+        items = _ranked(memories, hits, r.query, self.archive_hits, self.snippet_tokens, ctx)
         lines, chosen, raw = select(warm, items, r.budget, ctx)
         picked_memories = [x for x in chosen if isinstance(x, Memory)]
         picked_hits = [x for x in chosen if isinstance(x, ArchiveHit)]
@@ -312,25 +340,56 @@ def _ranked(
     memories: Sequence[Memory],
     hits: Sequence[ArchiveHit],
     query: str,
+    archive_hits: int,
     snippet_tokens: int,
     ctx: CallContext,
 ) -> list[tuple[Line, Item]]:
-    """Both kinds, best score first (each search scores its best 1.0; an archived
+    """Both kinds, best score first: the ``archive_hits`` originals whose best passage
+    scores highest, and the memories (each kind scores its best 1.0; an archived
     original wins a tie: it is what this conversation said). An original's line is
     its best passages within ``snippet_tokens`` or the room left, whichever is less."""
+    ranking = PassageRanking(query, [h.text for h in hits], names_in(query))
+    order = ranking.order()[:archive_hits]
+    top = max([ranking.best(i) for i in order], default=0.0) or 1.0
 
-    def archived(hit: ArchiveHit, room: int) -> str:
-        return archived_line(hit, query, max(20, min(snippet_tokens, room)), ctx.counter)
+    def archived(i: int, room: int) -> str:
+        cap = max(20, min(snippet_tokens, room))
+        return archived_line(hits[i], ranking, i, cap, ctx.counter)
 
     def remembered(memory: Memory, room: int) -> str:
         return f"- [{memory.level}] {one_line(memory.text)}"
 
     scored: list[tuple[float, int, Line, Item]] = [
-        (h.score, 0, partial(archived, h), h) for h in hits
+        (ranking.best(i) / top, 0, partial(archived, i), hits[i]) for i in order
     ]
     scored += [(m.score, 1, partial(remembered, m), m) for m in memories]
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [(line, item) for _, _, line, item in scored]
+
+
+def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
+    """The archive searches for ``query``: ``(query, limit)`` each. The question itself,
+    then each name in it (:func:`names_in`) alone, for ``_OVERFETCH * shown`` more:
+    when earlier turns asked the same about other things, a question's words fill
+    the first search with them, and the passages that name the thing asked about
+    are found by its name."""
+    return [(query, limit), *((name, _OVERFETCH * shown) for name in names_in(query))]
+
+
+def names_in(query: str) -> list[str]:
+    """The first :data:`_NAMES` names in ``query`` (:func:`~langgraph_ctx.compression.entities`:
+    proper names, ids, dates, amounts), in order: a pasted page names dozens, and
+    each would cost a search and its candidates."""
+    return sorted(entities(query), key=query.find)[:_NAMES]
+
+
+def _union(found: Sequence[Sequence[ArchiveHit]]) -> list[ArchiveHit]:
+    """Each hit once, in the order first found."""
+    seen: dict[str, ArchiveHit] = {}
+    for hits in found:
+        for hit in hits:
+            seen.setdefault(hit.message_id, hit)
+    return list(seen.values())
 
 
 def select(

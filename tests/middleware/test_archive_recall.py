@@ -6,7 +6,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
@@ -19,7 +25,7 @@ from langgraph_ctx import (
     call_llm_node,
 )
 from langgraph_ctx.markers import KEY, RECALL_PREFIX, is_summary
-from langgraph_ctx.middleware.recall import MemoryRecall
+from langgraph_ctx.middleware.recall import MemoryRecall, searches
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.testing import ScriptedChatModel
@@ -183,7 +189,8 @@ def test_recall_of_the_same_turn_is_stable_and_searches_once() -> None:
     agent.send([HumanMessage(QUESTION, id="q")])
     first = agent.recalled()
     agent.send([AIMessage("", id="a", tool_calls=[]), SystemMessage("tool done", id="s")])
-    assert agent.recalled() == first and len(calls) == 1
+    # One round: the question, then the name in it ("Lisbon"); none for the second call.
+    assert agent.recalled() == first and calls == [QUESTION, "Lisbon"]
 
 
 def test_a_snippet_names_the_summary_that_replaced_it() -> None:
@@ -199,3 +206,81 @@ def test_a_snippet_names_the_summary_that_replaced_it() -> None:
     summary = summary or agent.archive.get("t", f"lgctx-summary-{seq}")
     assert summary is not None and is_summary(summary)
     assert "fact" in summary.additional_kwargs[KEY]["summary"]["covers"]
+
+
+def test_a_long_tool_result_whose_one_line_answers_beats_short_lookalike_questions() -> None:
+    # The index scores whole messages: the result's one answering line is diluted by
+    # its 80 other lines, and earlier questions about other offices, short and in the
+    # question's own words, outrank it. By its best passage it comes first.
+    offices = ["Lisbon", "Porto", "Faro", "Braga", "Evora", "Coimbra", "Aveiro", "Leiria"]
+    lines = [
+        f"INFO {offices[i % 8]} office: shelf {i} inventoried, {i % 7} boxes moved."
+        for i in range(80)
+    ]
+    lines.insert(50, "INFO update: the vault code for the Lisbon office is ZX-4471.")
+    archive = InMemoryArchive()
+    shipped = [HumanMessage(f"The Lisbon office shipped crate {i}.", id=f"s{i}") for i in range(40)]
+    archive.put("t", shipped, reason="compressed into summary #1")
+    result = ToolMessage("\n".join(lines), tool_call_id="c1", name="search_logs", id="logs")
+    archive.put("t", [result], reason="compressed into summary #2")
+    asked = [
+        HumanMessage(f"What is the vault code for the {city} office?", id=f"asked-{city}")
+        for city in ("Madrid", "Rome", "Oslo", "Paris", "Vienna", "Prague", "Bern", "Riga")
+    ]
+    archive.put("t", asked, reason="compressed into summary #3")
+    first = [h.message_id for h in archive.search("t", QUESTION, limit=9)]
+    assert "logs" not in first[:8]  # by whole message, below all eight questions
+    agent = Agent(archive=archive, archive_hits=2)
+    agent.send([HumanMessage(QUESTION, id="q")])
+    block = agent.recalled()
+    assert "ZX-4471" in block and "archived logs;" in block.splitlines()[1]
+
+
+def test_a_fact_is_found_by_its_name_when_lookalike_questions_fill_the_search() -> None:
+    # Eighty earlier questions and answers about other suppliers' invoices share every
+    # word but the name with the question, and "Nakamura" is a common word here: the
+    # question's own search returns only them. The search by the name finds the row,
+    # and naming the supplier whole ranks it first.
+    question = "What was the invoice number for the Nakamura Supply order?"
+    archive = InMemoryArchive()
+    for n in range(80):
+        other = f"Supplier{n} Supply"
+        archive.put(
+            "t",
+            [
+                HumanMessage(f"What was the invoice number for the {other} order?", id=f"q{n}"),
+                AIMessage(f"The invoice number for the {other} order is INV-{n:04d}.", id=f"a{n}"),
+            ],
+            reason="compressed into summary #1",
+        )
+    stacked = " The crate was checked, weighed and stacked." * 5
+    signed = [
+        HumanMessage(f"P. Nakamura signed crate {i}.{stacked}", id=f"s{i}") for i in range(200)
+    ]
+    archive.put("t", signed, reason="compressed into summary #1")
+    note = "the warehouse team reviewed the pallet manifest after the Monday sync"
+    rows = [
+        f'{{"order_id": "SO-{i}", "customer": "Nakamura Supply", "note": "{note}"}}'
+        for i in range(30)
+    ]
+    rows.insert(17, '{"order_id": "SO-99", "customer": "Nakamura Supply", "invoice": "INV-7770"}')
+    result = ToolMessage("\n".join(rows), tool_call_id="c1", name="query_orders", id="orders")
+    archive.put("t", [result], reason="compressed into summary #2")
+    # Recall asks for 4 per snippet shown (8), plus what the history still holds.
+    assert "orders" not in {h.message_id for h in archive.search("t", question, limit=40)}
+    agent = Agent(archive=archive)
+    agent.send([HumanMessage(question, id="q")])
+    block = agent.recalled().splitlines()
+    assert "archived orders;" in block[1] and "INV-7770" in block[1]
+
+
+def test_a_question_naming_many_things_searches_its_first_four_names_only() -> None:
+    query = "Compare Acme Corp with Globex, Initech, Umbrella Corp, Hooli and Vehement Capital."
+    assert searches(query, 40, 8) == [
+        (query, 40),
+        ("Acme Corp", 32),
+        ("Globex", 32),
+        ("Initech", 32),
+        ("Umbrella Corp", 32),
+    ]
+    assert searches("What is the vault code?", 40, 8) == [("What is the vault code?", 40)]
