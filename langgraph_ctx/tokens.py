@@ -250,6 +250,15 @@ class MessageTokenCache:
 
     The key is the id and the content: a message edited in place (same id,
     new content) is recounted.
+
+    Keying is linear in the history, with a C-level constant (about 0.25 µs a
+    message), even where the framework hands back the very objects of the
+    last call (several model calls inside one ``invoke``). Skipping those by
+    identity needs the objects, held (the memory this cache is bounded
+    against), or weak references to them: we measured those, and building
+    them for the fresh history of every checkpointed step cost more than
+    keying it (about 2x at 10,000 messages), to save at most that on the
+    same-object calls. The checkpointed step is what users run.
     """
 
     def __init__(self, counter: TokenCounter) -> None:

@@ -413,8 +413,11 @@ class TieredCompression(ContextStrategy):
         summaries = plan.tiers.summaries
         summary = None
         if text is not None:
-            fitted = fit_text(text, work.max_tokens, ctx.counter)
-            text, measured = (text, measured) if fitted == text else (fitted, None)
+            # Measured ahead (a prepared summary, counted with this counter): no
+            # need to count it again on the call that crosses the red line.
+            if measured is None or measured[1] > work.max_tokens:
+                fitted = fit_text(text, work.max_tokens, ctx.counter)
+                text, measured = (text, measured) if fitted == text else (fitted, None)
             summary = self._summary(work, text)
             if work.meta:
                 removed += sum(count(m) for m in summaries)
