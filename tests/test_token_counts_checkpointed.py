@@ -170,4 +170,3 @@ def test_block_summary_always_matches_a_fresh_count(start: int, ops: list[Any]) 
             assert cache.count_of(m) == COUNTER.count_message(m)
         assert cache.total(msgs) == COUNTER.count_messages(msgs)
         assert cache.messages == len(msgs)
-
