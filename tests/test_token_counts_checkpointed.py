@@ -132,6 +132,7 @@ op = st.one_of(
     st.tuples(st.just("edit"), st.integers(0, 10_000), st.booleans()),
     st.tuples(st.just("remove"), st.integers(0, 10_000)),
     st.tuples(st.just("reload")),
+    st.tuples(st.just("reload_keeping_old")),
     st.tuples(st.just("idle")),
     st.tuples(st.just("count_of"), st.integers(0, 10_000)),
 )
@@ -143,6 +144,7 @@ def test_block_summary_always_matches_a_fresh_count(start: int, ops: list[Any]) 
     serde = JsonPlusSerializer()
     cache = MessageTokenCache(COUNTER)
     msgs = history(start)
+    kept: list[list[BaseMessage]] = []
     cache.total(msgs)
     for serial, o in enumerate(ops):
         if o[0] == "append":
@@ -156,7 +158,10 @@ def test_block_summary_always_matches_a_fresh_count(start: int, ops: list[Any]) 
         elif o[0] == "remove" and msgs:
             i = o[1] % len(msgs)
             msgs = msgs[:i] + msgs[i + 1 :]
-        elif o[0] == "reload":
+        elif o[0] == "reload":  # the old objects die: their addresses may be reused
+            msgs = serde.loads_typed(serde.dumps_typed(msgs))
+        elif o[0] == "reload_keeping_old":  # equal copies while the originals live on
+            kept.append(msgs)
             msgs = serde.loads_typed(serde.dumps_typed(msgs))
         elif o[0] == "idle":
             cache.release()

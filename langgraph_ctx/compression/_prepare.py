@@ -68,6 +68,10 @@ class Prepared:
     meta: bool
     """Whether the summary consolidates the earlier layers with the span."""
     max_tokens: int
+    tokens: int
+    """The span's tokens (raw, as the session cache counts)."""
+    planned_at: int
+    """The messages' tokens (raw) when it was last planned."""
     future: concurrent.futures.Future[Outcome]
     task: asyncio.Task[Any] | None = field(default=None, repr=False)
     """Kept so the event loop does not drop a running async summary."""
@@ -129,6 +133,8 @@ def start(
     *,
     meta: bool,
     max_tokens: int,
+    tokens: int,
+    planned_at: int,
     run: Callable[[], Outcome],
     arun: Callable[[], Awaitable[Outcome]] | None,
 ) -> Prepared:
@@ -139,7 +145,9 @@ def start(
     summarizers, ``run`` goes to the package's pool.
     """
     future, task = in_background(run, arun)
-    return Prepared(span_key(summaries), span_key(span), meta, max_tokens, future, task)
+    return Prepared(
+        span_key(summaries), span_key(span), meta, max_tokens, tokens, planned_at, future, task
+    )
 
 
 def in_background(

@@ -283,6 +283,8 @@ class TieredCompression(RewritingStrategy):
         urgent = ahead or report.zone == "red" or "messages" in report.over
         if not urgent and report.zone != "yellow":
             return None
+        if not urgent and ctx.session.scratch.get("compression_advised"):
+            return None  # yellow, candidates already recorded: nothing to plan on this call
         calibration = max(report.calibration, 1e-6)
         count = ctx.session.cache.count_of
         # Everything below is in raw (uncalibrated) tokens, as the cache counts.
@@ -389,8 +391,11 @@ class TieredCompression(RewritingStrategy):
         summaries = plan.tiers.summaries
         summary = None
         if text is not None:
-            fitted = fit_text(text, work.max_tokens, ctx.counter)
-            text, measured = (text, measured) if fitted == text else (fitted, None)
+            # Measured ahead (a prepared summary, counted with this counter): no
+            # need to count it again on the call that crosses the red line.
+            if measured is None or measured[1] > work.max_tokens:
+                fitted = fit_text(text, work.max_tokens, ctx.counter)
+                text, measured = (text, measured) if fitted == text else (fitted, None)
             summary = self._summary(work, text)
             if work.meta:
                 removed += sum(count(m) for m in summaries)
@@ -533,20 +538,30 @@ class TieredCompression(RewritingStrategy):
             return
         scratch = ctx.session.scratch
         pending: _prepare.Prepared | None = scratch.get(_PREPARED)
-        work = self._decide(view, ctx, ahead=True)
+        report = ctx.measured()  # the messages' tokens, raw (as the cache counts)
+        used = int(report.used.get("messages", 0) / max(report.calibration, 1e-6))
+        work = None
         if pending is not None:
             tiers = split_tiers(list(view.get("messages") or ()), pin_task=self.pin_task)
             if pending.fits(tiers.summaries, tiers.rest):
                 if not pending.future.done():
                     return  # under way; refreshed, if need be, once it is done
+                if used - pending.planned_at < REPLAN_SHARE * pending.tokens:
+                    # Planning is a pass over the history: not on every yellow call,
+                    # only once it has grown enough to move the span. (A span a
+                    # turn short is still applied at the crossing: ``short``.)
+                    return
+                work = self._decide(view, ctx, ahead=True)
                 if work is None or (
                     len(pending.span) >= len(work.plan.compress) and pending.meta >= work.meta
                 ):
+                    pending.planned_at = used
                     return  # ready, and still covers what the crossing call will need
             # Overtaken (a message it covers changed) or outgrown (the history grew
             # past what it covers): made again for the history as it is now.
             pending.discard()
             del scratch[_PREPARED]
+        work = work or self._decide(view, ctx, ahead=True)
         if work is None or not work.source or work.compact:
             return  # the crossing call must compact kept tool results: nothing to prepare
         source, max_tokens = list(work.source), work.max_tokens
@@ -573,6 +588,8 @@ class TieredCompression(RewritingStrategy):
             span,
             meta=work.meta,
             max_tokens=max_tokens,
+            tokens=sum(ctx.session.cache.count_of(m) for m in span),
+            planned_at=used,
             run=run,
             # Only a model does I/O worth a task on the loop; the extractive
             # summarizer is CPU work, which would stall the loop: a thread.
@@ -703,6 +720,9 @@ class _Work:
         return [(messages, reason) for messages, reason in out if messages]
 
 
+REPLAN_SHARE = 0.1
+"""A ready prepared summary is checked against a new plan once the messages have
+grown by this share of the span it covers (not on every yellow call)."""
 SHORT_SPAN_SHARE = 0.75
 """A prepared span that frees at least this share of what the synchronous plan
 would is applied (``prepared: short``) rather than made again on the call."""

@@ -376,3 +376,38 @@ def test_a_kill_between_preparation_and_application_loses_nothing(tmp_path: Path
         assert sum(is_summary(m) for m in history) == 1
     finally:
         conn.close()
+
+
+def test_a_ready_preparation_is_not_planned_again_on_every_yellow_call(monkeypatch: Any) -> None:
+    # Planning is a pass over the whole history: in the yellow zone it runs when the
+    # history has grown enough to move the span (REPLAN_SHARE of it), not per call.
+    from langgraph_ctx.middleware import compression as module
+
+    plans: list[int] = []
+    real = module.plan_compression
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        plans.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "plan_compression", counting)
+    session = Session(summarizer=Heads())
+    i = 0
+    while session.pending() is None:
+        session.send(turn(i))
+        i += 1
+        assert i < 200, "never prepared"
+    session.settle()
+    pending = session.pending()
+    plans.clear()
+    for n in range(3):  # a few tokens each: far less than a tenth of the span
+        session.send([HumanMessage(f"ok {n}", id=f"small{n}")])
+        session.send([AIMessage("noted", id=f"noted{n}")])
+    assert plans == [] and session.pending() is pending and not session.compressions()
+    grown = 0
+    while grown < module.REPLAN_SHARE * pending.tokens:
+        session.send(turn(1000 + grown))
+        grown += sum(module.TokenCounter().count_message(m) for m in turn(0))
+    assert plans, "grown past the share: planned again"
+    until_compressed(session, 2000)
+    assert session.compressions()[0]["path"] == "prepared"
