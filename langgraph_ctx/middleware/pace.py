@@ -219,6 +219,10 @@ class PredictiveExtraction(ContextStrategy):
         # as the budget allows, are never tokenized.
         messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
         session.previous_tokens = sent
+        # Reported as what is sent, message by message: the condensed ones are looked
+        # up (remembered at assembly), the rest were counted by pre-flight; a message
+        # the steps do not hold (a repaired pair) is counted here.
+        sent = sum(map(ctx.session.cache.count_of, messages))
         # Against what pre-flight measured (its view may differ from the steps': a
         # repaired pair), so that the report stays exact.
         measured = math.ceil(report.used.get("messages", 0) / calibration)
