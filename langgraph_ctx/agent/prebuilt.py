@@ -53,7 +53,7 @@ from langgraph_ctx.middleware import (
     ToolEviction,
 )
 from langgraph_ctx.middleware.glimpse import GLIMPSE
-from langgraph_ctx.middleware.placement import Placement, check_placement
+from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefresh, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState
@@ -127,6 +127,11 @@ class AgentOptions(TypedDict, total=False):
     prompt as the history has it (not every provider accepts it). Recall, the
     thought and the thinking instructions go into the last user message
     (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
+    recall_refresh: RecallRefresh
+    """``"call"``: a fresh recall block on every call, in the last user message;
+    ``"compression"``: one block kept, byte-identical, after the summaries until
+    the next compression, so a provider's prompt cache serves it (fresher recall
+    traded for cache hits; see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     state_schema: type[Any]
     """``ContextState``, or a TypedDict extending it."""
 
@@ -242,6 +247,11 @@ def _check_options(options: AgentOptions) -> None:
         check_int("tool_capacity", options["tool_capacity"], least=0)
     if "placement" in options:
         check_placement(options["placement"], "placement")
+    if options.get("recall_refresh", "call") not in REFRESHES:
+        raise ConfigurationError(
+            "recall_refresh",
+            f"must be one of {list(REFRESHES)}, got {options['recall_refresh']!r}",
+        )
     if "state_schema" in options and not isinstance(options["state_schema"], type):
         raise ConfigurationError(
             "state_schema", f"expected a TypedDict class, got {options['state_schema']!r}"
@@ -266,7 +276,12 @@ def _builtins(
         has_recall = any(isinstance(m, MemoryRecall) for m in recall)
         found += [] if has_recall else [MemoryRecall(memory, nodes=["call_llm"])]
         found += [SummaryObserver(memory, nodes=llm_nodes)]
-    return [*found, ProviderPlacement(options.get("placement", "system"), nodes=llm_nodes)]
+    placement = ProviderPlacement(
+        options.get("placement", "system"),
+        recall_refresh=options.get("recall_refresh", "call"),
+        nodes=llm_nodes,
+    )
+    return [*found, placement]
 
 
 def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:

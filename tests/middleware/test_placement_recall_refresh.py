@@ -104,3 +104,34 @@ def _per_call(events: list[dict[str, Any]]) -> list[set[str]]:
         if calls:
             calls[-1].add(e["kind"])
     return calls
+
+
+def test_create_context_agent_takes_recall_refresh_in_one_argument() -> None:
+    from langchain_core.messages import AIMessage
+
+    from langgraph_ctx.agent import create_context_agent
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    def ask(refresh: str) -> list[Any]:
+        archive = InMemoryArchive()
+        archive.put("t", [HumanMessage("The dock code is 4471.", id="old")], reason="compressed")
+        model = ScriptedChatModel(responses=[AIMessage("4471")])
+        agent = create_context_agent(
+            model,
+            archive=archive,
+            recall=True,
+            think=False,
+            recall_refresh=refresh,  # type: ignore[arg-type]
+        )
+        agent.invoke(
+            {"messages": [HumanMessage("What is the dock code?")]},
+            {"configurable": {"thread_id": "t"}},
+        )
+        return list(model.calls[0].messages)
+
+    kept, fresh = ask("compression"), ask("call")
+    # Kept: the block leads, in the stable prefix; per call: in the last user message.
+    assert RECALL_PREFIX in kept[0].text and RECALL_PREFIX not in kept[-1].text
+    assert RECALL_PREFIX in fresh[-1].text and all(RECALL_PREFIX not in m.text for m in fresh[:-1])
+    with pytest.raises(ConfigurationError, match="recall_refresh"):
+        create_context_agent(ScriptedChatModel(), recall_refresh="turn")  # type: ignore[arg-type]
