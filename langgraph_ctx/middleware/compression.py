@@ -534,11 +534,12 @@ class TieredCompression(RewritingStrategy):
 
     def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
         """In the yellow zone, start summarizing what the next compression removes."""
-        if not self.prepare_ahead or ctx.measured().zone != "yellow":
+        report = ctx.measured()
+        if not self.prepare_ahead or report.zone != "yellow":
             return
         scratch = ctx.session.scratch
         pending: _prepare.Prepared | None = scratch.get(_PREPARED)
-        report = ctx.measured()  # the messages' tokens, raw (as the cache counts)
+        # The messages' tokens, raw (as the cache counts).
         used = int(report.used.get("messages", 0) / max(report.calibration, 1e-6))
         work = None
         if pending is not None:
