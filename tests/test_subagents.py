@@ -11,14 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from langgraph_ctx import ConfigurationError, ContextState
+from langgraph_ctx import Budget, ConfigurationError, ContextState
 from langgraph_ctx.agent import SubAgentResult, SubAgents, SubAgentSpec, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -282,3 +283,27 @@ async def test_delegate_without_inputs_sync_and_async() -> None:
         out = agent.invoke(turn, config) if run == "invoke" else await agent.ainvoke(turn, config)
         (result,) = results(out)
         assert result.status == "ok" and result.output == "3.2 USD/kg"
+
+
+def test_the_spec_counts_its_system_prompt_as_the_child_sends_it() -> None:
+    """The budget check and pre-flight agree: the prompt is a system message, overhead
+    included, so a prompt whose bare text just fits the system allocation is refused."""
+    counter = TokenCounter()
+    prompt = "word " * 40
+    bare = counter.count_text(prompt)
+    sent = counter.count_message(SystemMessage(prompt))
+    assert sent > bare
+    window = {"window": 32_000, "messages": 4_000, "tools": 1_000, "auxiliary": 500}
+    base: dict[str, Any] = {
+        "name": "x",
+        "kind": "tool",
+        "description": "d",
+        "system_prompt": prompt,
+        "model": ScriptedChatModel(),
+        "tools": [get_rates],
+    }
+    SubAgentSpec(**base, budget=Budget(system=sent, **window))
+    with pytest.raises(ConfigurationError) as info:
+        SubAgentSpec(**base, budget=Budget(system=bare, **window))
+    assert info.value.field == "SubAgentSpec.budget"
+    assert f"needs {sent} tokens" in str(info.value)

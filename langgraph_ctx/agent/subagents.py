@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import merge_configs
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
@@ -104,7 +110,8 @@ class SubAgentSpec:
             raise ConfigurationError(
                 "SubAgentSpec.max_steps", f"must be >= 1, got {self.max_steps}"
             )
-        needed = TokenCounter().count_text(self.system_prompt)
+        # As pre-flight counts it: the child's node sends it as a system message.
+        needed = TokenCounter().count_message(SystemMessage(self.system_prompt))
         if needed > self.effective_budget.system:
             raise ConfigurationError(
                 "SubAgentSpec.budget",
