@@ -3,7 +3,7 @@ those that rewrite the history, the archive and the edit core."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -41,6 +41,10 @@ class RewritingStrategy(ContextStrategy):
     rewrite cannot reach is refused when the pipeline is attached.
     """
 
+    pins_every_system = True
+    """Every system message is pinned for :meth:`edit` (a manager's rule); compression
+    pins the leading ones only: a later system message belongs to its turn."""
+
     def __init__(
         self, *, archive: MessageArchive | None = None, pin_task: bool = True, **kwargs: Any
     ) -> None:
@@ -71,9 +75,12 @@ class RewritingStrategy(ContextStrategy):
         ctx: CallContext,
         ops: Sequence[EditOp],
         data: dict[str, Any] | None = None,
+        *,
+        reason: str | Callable[[BaseMessage], str] = "edited",
     ) -> Hook[tuple[View, EditPlan | None]]:
         """:func:`~langgraph_ctx.edits.apply_edits` with this strategy's archive,
-        name and pinning; ``data`` joins the ledger entry."""
+        name and pinning; ``data`` joins the ledger entry, ``reason`` is the
+        archive's for the originals."""
         return (
             yield from apply_edits(
                 view,
@@ -82,6 +89,8 @@ class RewritingStrategy(ContextStrategy):
                 archive=self.archive,
                 source=self.name,
                 pin_task=self.pin_task,
+                every_system=self.pins_every_system,
+                reason=reason,
                 data=data,
             )
         )
