@@ -24,7 +24,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.edits.core import EditPlan, EditRejected, plan_edits
+from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, plan_edits
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
@@ -72,15 +72,15 @@ def apply_edits(
     archive: MessageArchive,
     source: str,
     pin_task: bool = True,
-    every_system: bool = True,
+    rules: Protection = "manager",
     reason: str | Callable[[BaseMessage], str] = "edited",
     data: dict[str, Any] | None = None,
 ) -> Hook[tuple[View, EditPlan | None]]:
     """Apply ``operations`` to ``view["messages"]``; returns the new view and the plan.
 
     The plan is ``None`` when nothing changed (rejected, failed, or no
-    operation). ``pin_task``, ``every_system``: what is pinned
-    (:func:`~langgraph_ctx.edits.protected_ids`). ``reason``: the archive's
+    operation). ``pin_task``, ``rules``: what is protected
+    (:data:`~langgraph_ctx.edits.Protection`). ``reason``: the archive's
     reason for each original (one for all, or by message: compression names the
     summary that replaces it). ``data`` is added to the ledger entry (a trigger,
     a round).
@@ -88,7 +88,7 @@ def apply_edits(
     messages = list(view.get("messages") or ())
     extra = data or {}
     try:
-        plan = plan_edits(messages, operations, pin_task=pin_task, every_system=every_system)
+        plan = plan_edits(messages, operations, pin_task=pin_task, rules=rules)
     except EditRejected as exc:
         ctx.record(
             "edit_rejected",

@@ -26,6 +26,8 @@ Guarantees, whoever calls it:
   anything :func:`~langgraph_ctx.markers.pin`-ned, and the exchanges they belong
   to. The working note (:func:`is_note`) may be rewritten, never deleted or
   merged away.
+- What is protected follows ``rules`` (:data:`Protection`): a manager's
+  actions by default, compression's tiers for compression.
 - **All or nothing.** Any invalid operation rejects the whole list with an
   :class:`EditRejected` naming the reason and the operation; the input list is
   never changed.
@@ -75,6 +77,14 @@ Reason = Literal[
     "conflict",
 ]
 """Why an action was rejected (``EditRejected.reason``)."""
+
+Protection = Literal["manager", "tiers"]
+"""What an action may not touch. ``"manager"`` (a model's or a policy's
+actions): every system message and the exchanges of pinned messages are pinned,
+and every note (the working note, the think node's plan traces) may be rewritten,
+never deleted or merged. ``"tiers"`` (compression's own plan, by its tiers): the
+leading system messages and pinned messages are, and a pinned note (the working
+note); a later system message or a plan trace goes with its turn."""
 
 ROLES = {"system": "system", "user": "human", "human": "human", "assistant": "ai", "ai": "ai"}
 ROLES["tool"] = "tool"
@@ -305,11 +315,11 @@ def plan_edits(
     operations: Iterable[Any],
     *,
     pin_task: bool = True,
-    every_system: bool = True,
+    rules: Protection = "manager",
 ) -> EditPlan:
     """Validate ``operations`` against ``messages`` and build the history after them.
 
-    ``pin_task``, ``every_system``: what is pinned (see :func:`protected_ids`).
+    ``pin_task``: the task is pinned; ``rules``: what else is (:data:`Protection`).
     Raises :class:`EditRejected` (and changes nothing) if any operation is invalid.
     """
     ops = parse_ops(operations)
@@ -317,20 +327,21 @@ def plan_edits(
     _check_ids(ops, position)
     exchanges = tool_units(messages)  # one pass, for pinning and for widening
     protected = protected_ids(
-        messages, pin_task=pin_task, every_system=every_system, units=exchanges
+        messages, pin_task=pin_task, every_system=rules == "manager", units=exchanges
     )
+    every_note = rules == "manager"
     units = _unit_of(exchanges, position)
     targets: list[list[int]] = []
     widened: list[tuple[str, ...]] = []
     for i, op in enumerate(ops):
         where = sorted(position[x] for x in op.ids)
-        _check_protected(i, op, [messages[p] for p in where], protected)
+        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
         extra = _widen(op, where, messages, units)
         widened.append(tuple(str(messages[p].id) for p in extra))
         targets.append(sorted({*where, *extra}))
     _check_overlap(targets, messages)
     for i, (op, where) in enumerate(zip(ops, targets, strict=True)):
-        _check_protected(i, op, [messages[p] for p in where], protected)
+        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
         _check_role(i, op, [messages[p] for p in where])
     _check_made(messages, ops, targets, position)
     return _build(messages, ops, targets, widened)
@@ -349,14 +360,15 @@ def _check_ids(ops: Sequence[EditOp], position: Mapping[str, int]) -> None:
 
 
 def _check_protected(
-    i: int, op: EditOp, targets: Sequence[BaseMessage], protected: set[str]
+    i: int, op: EditOp, targets: Sequence[BaseMessage], protected: set[str], every_note: bool
 ) -> None:
     for m in targets:
         if str(m.id) in protected:
             raise EditRejected(
                 "pinned", f"message {m.id!r} ({m.type}) is pinned and is never edited", i
             )
-        if is_note(m) and (op.kind != "rewrite" or len(targets) > 1):
+        kept = is_note(m) and (every_note or _pinned_mark(m))
+        if kept and (op.kind != "rewrite" or len(targets) > 1):
             raise EditRejected(
                 "note_protected",
                 f"the working note {m.id!r} may be rewritten, never deleted or merged",

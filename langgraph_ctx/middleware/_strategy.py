@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._checks import check_bool, check_has
-from langgraph_ctx.edits import EditOp, EditPlan, apply_edits, check_rewritable
+from langgraph_ctx.edits import EditOp, EditPlan, Protection, apply_edits, check_rewritable
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, Middleware, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
@@ -41,9 +41,9 @@ class RewritingStrategy(ContextStrategy):
     rewrite cannot reach is refused when the pipeline is attached.
     """
 
-    pins_every_system = True
-    """Every system message is pinned for :meth:`edit` (a manager's rule); compression
-    pins the leading ones only: a later system message belongs to its turn."""
+    protection: Protection = "manager"
+    """What :meth:`edit` may not touch (:data:`~langgraph_ctx.edits.Protection`): a
+    manager's rules; compression plans by its own tiers (``"tiers"``)."""
 
     def __init__(
         self, *, archive: MessageArchive | None = None, pin_task: bool = True, **kwargs: Any
@@ -89,7 +89,7 @@ class RewritingStrategy(ContextStrategy):
                 archive=self.archive,
                 source=self.name,
                 pin_task=self.pin_task,
-                every_system=self.pins_every_system,
+                rules=self.protection,
                 reason=reason,
                 data=data,
             )

@@ -117,7 +117,8 @@ class TieredCompression(RewritingStrategy):
     """Compresses old history into ``[Conversation Summary]`` messages, incrementally."""
 
     name = "compression"
-    pins_every_system = False  # a system message after the leading ones belongs to its turn
+    # A later system message, or the think node's plan trace, goes with its turn.
+    protection = "tiers"
 
     def __init__(
         self,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
-from langgraph_ctx.edits import EditOp, EditRejected, plan_edits
+from langgraph_ctx.edits import EditOp, EditRejected, note, plan_edits
 from tests.edits.test_core import frozen, history, ids
 
 
@@ -27,14 +27,28 @@ def test_a_ready_made_merge_lands_at_its_first_or_its_last_target() -> None:
     assert ids(last.messages)[6:] == ["u2", "s1"]
 
 
-def test_a_later_system_message_is_pinned_unless_only_the_leading_ones_are() -> None:
+def test_a_later_system_message_is_pinned_unless_the_tiers_rule() -> None:
     msgs = [*history(), SystemMessage("Reminder: under 100 minutes.", id="later")]
     merge = EditOp.replacing(["a3", "later"], AIMessage("Checked.", id="m"), "why")
     with pytest.raises(EditRejected) as caught:
         plan_edits(msgs, [merge])
     assert caught.value.reason == "pinned"
-    plan = plan_edits(msgs, [merge], every_system=False)  # compression's rule
+    plan = plan_edits(msgs, [merge], rules="tiers")  # compression's rule
     assert ids(plan.removed) == ["a3", "later"]
+
+
+def test_a_plan_trace_goes_with_its_turn_under_the_tiers_rule_the_working_note_never() -> None:
+    trace = note(AIMessage("[plan] tool_call: search", name="think", id="plan"))
+    msgs = [*history(), trace, AIMessage("Done.", id="a4")]
+    merge = EditOp.replacing(["plan", "a4"], SystemMessage("summary", id="s"), "why")
+    with pytest.raises(EditRejected) as caught:
+        plan_edits(msgs, [merge])  # a manager may not merge a note away
+    assert caught.value.reason == "note_protected"
+    assert ids(plan_edits(msgs, [merge], rules="tiers").removed) == ["plan", "a4"]
+    working = EditOp.replacing(["note", "a2"], SystemMessage("summary", id="s"), "why")
+    with pytest.raises(EditRejected) as caught:
+        plan_edits(msgs, [working], rules="tiers")  # pinned, and the working note
+    assert caught.value.reason in {"pinned", "note_protected"}
 
 
 BAD = [

@@ -67,7 +67,7 @@ def test_the_span_is_one_merge_the_core_applies_and_archives(planned: Any) -> No
     summary = merge.message
     assert summary is not None and is_summary(summary) and merge.kind == "merge"
     assert (summary_info(summary) or {})["seq"] == first["seq"] == 1
-    assert kwargs["every_system"] is False  # compression's tiers: only leading systems pinned
+    assert kwargs["rules"] == "tiers"  # compression's tiers decide what is pinned
     # Archived by the core, before the rewrite, with the summary's name.
     assert {archive.reasons[i] for i in merge.ids} == {"compressed into summary #1"}
     # The core's ledger entry carries the rationale; the span left the history.
