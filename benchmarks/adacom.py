@@ -115,9 +115,7 @@ NOTES = [
     "frees just the excess, where ours summarizes larger spans less often (in one trial",
     "run at an earlier trigger setting, leaving earlier digests alone did not help).",
     "On tau-bench, where stale tool results can go whole, it is within a point of ours.",
-    "On the long horizon the stale rule alone keeps it at 0.54 peak utilization (0.35x the",
-    "tokens of no management), with 8 of 22 probes kept against ours' 10 over the same 300",
-    "turns. Not the learned manager: a rule baseline on the same summarizer.",
+    "Not the learned manager: a rule baseline on the same summarizer.",
     "`ms per call`: the whole replay per model call (scripted model included), on a shared",
     "2-core machine: orientation only.",
 ]
@@ -221,9 +219,23 @@ def management_calls(result: Any, seconds: float) -> list[str]:
                 f"{m.managed_ms:.2f}",
             ]
         )
+    ada, ours = result.metrics.get("adacom"), result.metrics.get("ours")
+    peers = next((k for k in result.metrics if k.startswith("ours, first")), None)
+    same = result.metrics.get(peers) if peers else None
+    said = []
+    if ada is not None and same is not None and ours is not None:
+        said = [
+            f"Over the same turns AdaCoM's stale rule keeps it at {ada.peak_utilization:.3f} peak "
+            f"utilization ({ada.tokens_vs_none or 0:.2f}x the tokens of no management), with "
+            f"{ada.probes_kept} of {ada.probes} probes kept against ours' {same.probes_kept}; "
+            f"ours over its whole run keeps {ours.probes_kept} of {ours.probes} at "
+            f"{ours.peak_utilization:.3f} peak.",
+            "",
+        ]
     head = ["strategy", "turns run", "model calls", "manager / summarizer calls per 100 turns"]
     head += ["peak utilization", "probes kept", "tokens sent", "own ms per call"]
     return [
+        *said,
         *table(head, rows),
         "",
         "Manager calls: AdaCoM's offline policy, consulted on every model call (`every=1`);",
@@ -276,8 +288,10 @@ def main() -> None:
         lengths += f" --turns {turns} --peer-turns {peers}"
     if args.long_only:
         text = (RESULTS_DIR / "adacom.md").read_text("utf-8")
-        lines = text.split("\n### Long horizon")[0].rstrip().splitlines()
-        lines += ["", f"Long horizon: `python benchmarks/adacom.py --long-only{lengths}`."]
+        # The replay tables as the last run left them; the notes are this script's.
+        replays = text.split("\n\n" + NOTES[0])[0].rstrip().splitlines()
+        lines = [*replays, "", *NOTES, ""]
+        lines += [f"Long horizon: `python benchmarks/adacom.py --long-only{lengths}`."]
         emit("adacom", [*lines, "", *long_horizon(turns=turns, peer_turns=peers, progress=True)])
         return
     bfcl, tau = replays(args.first_trial)
