@@ -39,14 +39,20 @@ class Tiers:
 
 
 def split_tiers(
-    messages: Sequence[BaseMessage], *, pin_task: bool = True, every_system: bool = False
+    messages: Sequence[BaseMessage],
+    *,
+    pin_task: bool = True,
+    every_system: bool = False,
+    units: list[list[BaseMessage]] | None = None,
 ) -> Tiers:
     """Split ``messages`` into pinned, summaries (by sequence number) and the rest.
 
     ``every_system``: pin every system message, not only the leading ones (the
     edit manager's rule: it must not rewrite a system instruction anywhere).
+    ``units``: :func:`tool_units` of ``messages``, if the caller has them.
     """
-    summaries = [m for m in messages if is_summary(m)]
+    summary_ids = {id(m) for m in messages if is_summary(m)}
+    summaries = [m for m in messages if id(m) in summary_ids]
     summaries.sort(key=lambda m: (summary_info(m) or {}).get("seq", 0))
     task = next((m for m in messages if m.type == "human"), None) if pin_task else None
     lead = (
@@ -57,15 +63,16 @@ def split_tiers(
     pinned_ids = {
         id(m)
         for i, m in enumerate(messages)
-        if not is_summary(m) and ((i < lead and m.type == "system") or is_pinned(m) or m is task)
+        if id(m) not in summary_ids
+        and ((i < lead and m.type == "system") or is_pinned(m) or m is task)
     }
     # A pinned half of a tool exchange drags its other half along, or the
     # compressed history would hold an orphan call or an orphan result.
-    for unit in tool_units(messages):
+    for unit in tool_units(messages) if units is None else units:
         if any(id(m) in pinned_ids for m in unit):
             pinned_ids.update(id(m) for m in unit)
     pinned = [m for m in messages if id(m) in pinned_ids]
-    rest = [m for m in messages if id(m) not in pinned_ids and not is_summary(m)]
+    rest = [m for m in messages if id(m) not in pinned_ids and id(m) not in summary_ids]
     return Tiers(pinned=pinned, summaries=summaries, rest=rest)
 
 
@@ -352,6 +359,7 @@ def plan_compression(
     pin_task: bool = True,
     topic_threshold: float = 0.12,
     summary_cap: int | None = None,
+    tiers: Tiers | None = None,
 ) -> Plan:
     """Choose the shortest safe prefix of the compressible span that frees ``free_tokens``.
 
@@ -361,7 +369,7 @@ def plan_compression(
     most the cap, so they may even shrink). If no prefix is enough, the whole
     span is chosen: the caller checks the result.
     """
-    tiers = split_tiers(messages, pin_task=pin_task)
+    tiers = tiers or split_tiers(messages, pin_task=pin_task)
     rest = tiers.rest
     limit = protected_start(
         rest,

@@ -8,8 +8,9 @@
   relies on: originals archived first, the rewrite persisted with the node's
   update, every operation and its rationale in the ledger: :func:`apply_edits`.
 
-AdaCoM's manager (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`)
-is built on it.
+AdaCoM's manager (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`),
+ARC's and BACM's folds and tiered compression (its summaries and compacted
+results as ready-made operations, :meth:`EditOp.replacing`) are built on it.
 """
 
 from langgraph_ctx.edits.apply import apply_edits, check_rewritable, consult
@@ -19,6 +20,7 @@ from langgraph_ctx.edits.core import (
     EditOp,
     EditPlan,
     EditRejected,
+    Protection,
     Reason,
     is_edited,
     is_note,
@@ -34,6 +36,7 @@ __all__ = [
     "EditOp",
     "EditPlan",
     "EditRejected",
+    "Protection",
     "Reason",
     "apply_edits",
     "check_rewritable",

@@ -7,8 +7,9 @@ inside a ``before`` hook returns the view the node should see. In order:
    recorded as ``edit_rejected`` with its reason and the view is returned as
    it was: nothing persisted, nothing archived;
 2. archive every original leaving the active state (same thread, namespace
-   and ids), before anything else: if the archive fails, ``edit_failed`` is
-   recorded and, again, nothing changes;
+   and ids; the reason the caller gives, ``edited`` by default), before
+   anything else: if the archive fails, ``edit_failed`` is recorded and, again,
+   nothing changes;
 3. persist the new history (it lands with the node's update, in the same
    step: a crash before the step commits leaves the old history, and the
    re-run archives the same ids again, a no-op);
@@ -18,11 +19,12 @@ inside a ``before`` hook returns the view the node should see. In order:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from functools import partial
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from langgraph_ctx.edits.core import EditPlan, EditRejected, plan_edits
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, plan_edits
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
@@ -70,17 +72,23 @@ def apply_edits(
     archive: MessageArchive,
     source: str,
     pin_task: bool = True,
+    rules: Protection = "manager",
+    reason: str | Callable[[BaseMessage], str] = "edited",
     data: dict[str, Any] | None = None,
 ) -> Hook[tuple[View, EditPlan | None]]:
     """Apply ``operations`` to ``view["messages"]``; returns the new view and the plan.
 
     The plan is ``None`` when nothing changed (rejected, failed, or no
-    operation). ``data`` is added to the ledger entry (a trigger, a round).
+    operation). ``pin_task``, ``rules``: what is protected
+    (:data:`~langgraph_ctx.edits.Protection`). ``reason``: the archive's
+    reason for each original (one for all, or by message: compression names the
+    summary that replaces it). ``data`` is added to the ledger entry (a trigger,
+    a round).
     """
     messages = list(view.get("messages") or ())
     extra = data or {}
     try:
-        plan = plan_edits(messages, operations, pin_task=pin_task)
+        plan = plan_edits(messages, operations, pin_task=pin_task, rules=rules)
     except EditRejected as exc:
         ctx.record(
             "edit_rejected",
@@ -90,8 +98,16 @@ def apply_edits(
     if not plan.changed:
         return view, None
     thread, namespace = ctx.thread_id or "default", graph_namespace(ctx.config)
-    put = partial(archive.put, thread, plan.removed, reason="edited", namespace=namespace)
-    aput = partial(archive.aput, thread, plan.removed, reason="edited", namespace=namespace)
+    batches = _by_reason(plan.removed, reason)
+
+    def put() -> None:
+        for why, batch in batches:
+            archive.put(thread, batch, reason=why, namespace=namespace)
+
+    async def aput() -> None:
+        for why, batch in batches:
+            await archive.aput(thread, batch, reason=why, namespace=namespace)
+
     try:
         yield IOCall(put, aput)
     except Exception as exc:
@@ -104,8 +120,7 @@ def apply_edits(
     count = ctx.session.cache.count_of
     before = sum(count(m) for m in plan.removed)
     ctx.session.cache.forget([str(m.id) for m in plan.removed])
-    added = {a.new_id for a in plan.applied if a.new_id}
-    after = sum(count(m) for m in plan.messages if m.id in added)
+    after = sum(count(m) for m in plan.made)
     if ctx.usage is not None:
         ctx.adjust_usage("messages", after - before)
     ctx.record(
@@ -113,3 +128,15 @@ def apply_edits(
         {**plan.ledger(), "source": source, "tokens_before": before, "tokens_after": after} | extra,
     )
     return view.replace(messages=plan.messages), plan
+
+
+def _by_reason(
+    removed: Sequence[BaseMessage], reason: str | Callable[[BaseMessage], str]
+) -> list[tuple[str, list[BaseMessage]]]:
+    """The originals in archive batches, one per reason (history order within each)."""
+    if isinstance(reason, str):
+        return [(reason, list(removed))]
+    batches: dict[str, list[BaseMessage]] = {}
+    for m in removed:
+        batches.setdefault(reason(m), []).append(m)
+    return list(batches.items())

@@ -6,7 +6,7 @@ accepted for ``rationale``: the AdaCoM fork's name):
 - empty ``new_content`` (or only whitespace) **deletes** the targets;
 - one target with content **rewrites** it, at its place;
 - several targets **merge** into one message at the place of the first of them
-  in the history (not in the list), the others removed;
+  in the history (not in the list; code may ask for the last), the others removed;
 - every message no operation targets is copied as it is.
 
 Guarantees, whoever calls it:
@@ -26,6 +26,8 @@ Guarantees, whoever calls it:
   anything :func:`~langgraph_ctx.markers.pin`-ned, and the exchanges they belong
   to. The working note (:func:`is_note`) may be rewritten, never deleted or
   merged away.
+- What is protected follows ``rules`` (:data:`Protection`): a manager's
+  actions by default, compression's tiers for compression.
 - **All or nothing.** Any invalid operation rejects the whole list with an
   :class:`EditRejected` naming the reason and the operation; the input list is
   never changed.
@@ -34,6 +36,10 @@ Edited messages get new ids derived from what made them (so a step LangGraph
 re-runs after a crash produces the same ids), and an ``edited`` mark naming
 the ids they replace; originals keep their ids, for the archive. Rationales
 stay in the plan for the ledger and never enter a message.
+
+Code may hand the message to put in place ready made (:meth:`EditOp.replacing`:
+compression's numbered summary, a compacted tool result that keeps its id): it
+goes through the same checks, and is placed as it is, with its maker's marks.
 """
 
 from __future__ import annotations
@@ -72,6 +78,14 @@ Reason = Literal[
 ]
 """Why an action was rejected (``EditRejected.reason``)."""
 
+Protection = Literal["manager", "tiers"]
+"""What an action may not touch. ``"manager"`` (a model's or a policy's
+actions): every system message and the exchanges of pinned messages are pinned,
+and every note (the working note, the think node's plan traces) may be rewritten,
+never deleted or merged. ``"tiers"`` (compression's own plan, by its tiers): the
+leading system messages and pinned messages are, and a pinned note (the working
+note); a later system message or a plan trace goes with its turn."""
+
 ROLES = {"system": "system", "user": "human", "human": "human", "assistant": "ai", "ai": "ai"}
 ROLES["tool"] = "tool"
 """Accepted role names (OpenAI's and LangChain's), to LangChain message types."""
@@ -103,10 +117,41 @@ class EditOp:
     marks: Mapping[str, Any] | None = None
     """Marks the produced message carries (a strategy's own state on its pinned
     note). Set by code only: never parsed from a manager's JSON."""
+    message: BaseMessage | None = None
+    """The message to put in place, ready made (see :meth:`replacing`). Set by
+    code only: never parsed from a manager's JSON."""
+    place: Literal["first", "last"] = "first"
+    """Where a merge lands: at the place of its first target in the history, or
+    of its last (compression's summaries: after the pinned messages among the
+    span, before what it keeps). Set by code only."""
+
+    @classmethod
+    def replacing(
+        cls,
+        ids: Iterable[str],
+        message: BaseMessage,
+        rationale: str,
+        *,
+        place: Literal["first", "last"] = "first",
+    ) -> EditOp:
+        """An operation putting ``message``, made by code, in place of ``ids``: a
+        rewrite for one id, a merge for several (at ``place``).
+
+        ``message`` is placed as it is (its id and marks are its maker's); it must
+        not take the id of a message that stays, and as a rewrite it keeps the
+        tool call id or the tool calls of what it replaces (refused otherwise)."""
+        return cls(
+            ids=tuple(ids),
+            role=message.type,
+            rationale=rationale,
+            new_content=message.text,
+            message=message,
+            place=place,
+        )
 
     @property
     def kind(self) -> Literal["delete", "rewrite", "merge"]:
-        if not self.new_content.strip():
+        if self.message is None and not self.new_content.strip():
             return "delete"
         return "rewrite" if len(self.ids) == 1 else "merge"
 
@@ -134,6 +179,8 @@ class EditPlan:
     removed: list[BaseMessage] = field(default_factory=list)
     """Originals leaving the active state, in history order: archive them first."""
     applied: list[AppliedEdit] = field(default_factory=list)
+    made: list[BaseMessage] = field(default_factory=list)
+    """The messages the operations produced (each is in ``messages``)."""
 
     @property
     def changed(self) -> bool:
@@ -186,10 +233,22 @@ def is_edited(message: BaseMessage) -> bool:
     return isinstance(marks, dict) and "edited" in marks
 
 
-def protected_ids(messages: Sequence[BaseMessage], *, pin_task: bool = True) -> set[str]:
-    """Ids no operation may touch: pinned messages and their exchanges (not the note)."""
+def protected_ids(
+    messages: Sequence[BaseMessage],
+    *,
+    pin_task: bool = True,
+    every_system: bool = True,
+    units: list[list[BaseMessage]] | None = None,
+) -> set[str]:
+    """Ids no operation may touch: pinned messages and their exchanges (not the note).
+
+    ``every_system``: every system message is pinned (a manager must not rewrite
+    an instruction anywhere); else only the leading ones, as compression's tiers
+    have it (a later system message belongs to its turn). ``units``: the
+    history's tool exchanges, if the caller has them."""
+    tiers = split_tiers(messages, pin_task=pin_task, every_system=every_system, units=units)
     # System messages an edit produced are the manager's own: it may edit them again.
-    pinned = split_tiers(messages, pin_task=pin_task, every_system=True).pinned
+    pinned = tiers.pinned
     return {
         str(m.id)
         for m in pinned
@@ -252,29 +311,39 @@ def _parse_one(i: int, item: Any) -> EditOp:
 
 
 def plan_edits(
-    messages: Sequence[BaseMessage], operations: Iterable[Any], *, pin_task: bool = True
+    messages: Sequence[BaseMessage],
+    operations: Iterable[Any],
+    *,
+    pin_task: bool = True,
+    rules: Protection = "manager",
 ) -> EditPlan:
     """Validate ``operations`` against ``messages`` and build the history after them.
 
+    ``pin_task``: the task is pinned; ``rules``: what else is (:data:`Protection`).
     Raises :class:`EditRejected` (and changes nothing) if any operation is invalid.
     """
     ops = parse_ops(operations)
     position = {str(m.id): i for i, m in enumerate(messages) if m.id}
     _check_ids(ops, position)
-    protected = protected_ids(messages, pin_task=pin_task)
-    units = _unit_of(messages)
+    exchanges = tool_units(messages)  # one pass, for pinning and for widening
+    protected = protected_ids(
+        messages, pin_task=pin_task, every_system=rules == "manager", units=exchanges
+    )
+    every_note = rules == "manager"
+    units = _unit_of(exchanges, position)
     targets: list[list[int]] = []
     widened: list[tuple[str, ...]] = []
     for i, op in enumerate(ops):
         where = sorted(position[x] for x in op.ids)
-        _check_protected(i, op, [messages[p] for p in where], protected)
+        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
         extra = _widen(op, where, messages, units)
         widened.append(tuple(str(messages[p].id) for p in extra))
         targets.append(sorted({*where, *extra}))
     _check_overlap(targets, messages)
     for i, (op, where) in enumerate(zip(ops, targets, strict=True)):
-        _check_protected(i, op, [messages[p] for p in where], protected)
+        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
         _check_role(i, op, [messages[p] for p in where])
+    _check_made(messages, ops, targets, position)
     return _build(messages, ops, targets, widened)
 
 
@@ -291,14 +360,15 @@ def _check_ids(ops: Sequence[EditOp], position: Mapping[str, int]) -> None:
 
 
 def _check_protected(
-    i: int, op: EditOp, targets: Sequence[BaseMessage], protected: set[str]
+    i: int, op: EditOp, targets: Sequence[BaseMessage], protected: set[str], every_note: bool
 ) -> None:
     for m in targets:
         if str(m.id) in protected:
             raise EditRejected(
                 "pinned", f"message {m.id!r} ({m.type}) is pinned and is never edited", i
             )
-        if is_note(m) and (op.kind != "rewrite" or len(targets) > 1):
+        kept = is_note(m) and (every_note or _pinned_mark(m))
+        if kept and (op.kind != "rewrite" or len(targets) > 1):
             raise EditRejected(
                 "note_protected",
                 f"the working note {m.id!r} may be rewritten, never deleted or merged",
@@ -306,12 +376,13 @@ def _check_protected(
             )
 
 
-def _unit_of(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
+def _unit_of(
+    exchanges: list[list[BaseMessage]], position: Mapping[str, int]
+) -> dict[int, list[int]]:
     """Position -> the positions of its tool exchange (the call and its results)."""
-    index = {id(m): i for i, m in enumerate(messages)}
     out: dict[int, list[int]] = {}
-    for unit in tool_units(messages):
-        where = sorted(index[id(m)] for m in unit)
+    for unit in exchanges:
+        where = sorted(position[str(m.id)] for m in unit)
         for p in where:
             out[p] = where
     return out
@@ -363,6 +434,39 @@ def _check_role(i: int, op: EditOp, targets: Sequence[BaseMessage]) -> None:
         )
 
 
+def _check_made(
+    messages: Sequence[BaseMessage],
+    ops: Sequence[EditOp],
+    targets: Sequence[list[int]],
+    position: Mapping[str, int],
+) -> None:
+    """A ready-made message keeps tool exchanges whole and takes no id that stays."""
+    made: set[str] = set()
+    for i, (op, where) in enumerate(zip(ops, targets, strict=True)):
+        m = op.message
+        if m is None:
+            continue
+        if not m.id:
+            raise EditRejected("malformed", "the message it puts in place has no id", i)
+        if str(m.id) in made or position.get(str(m.id), where[0]) not in where:
+            raise EditRejected(
+                "conflict", f"the message it puts in place has id {m.id!r}, which stays", i
+            )
+        made.add(str(m.id))
+        # As a rewrite, the tool call id or the calls of what it replaces; as a
+        # merge (widened to whole exchanges), none.
+        expected = _pairing(messages[where[0]]) if len(where) == 1 else ("", ())
+        if _pairing(m) != expected:
+            raise EditRejected(
+                "role_position", "the message it puts in place would split a tool exchange", i
+            )
+
+
+def _pairing(message: BaseMessage) -> tuple[str, tuple[str, ...]]:
+    calls = message.tool_calls if isinstance(message, AIMessage) else []
+    return str(getattr(message, "tool_call_id", "") or ""), tuple(str(c["id"]) for c in calls)
+
+
 def _build(
     messages: Sequence[BaseMessage],
     ops: Sequence[EditOp],
@@ -373,10 +477,10 @@ def _build(
     applied: list[AppliedEdit] = []
     for op, where, extra in zip(ops, targets, widened, strict=True):
         originals = [messages[p] for p in where]
-        made = None if op.kind == "delete" else _made(op, originals)
-        first[where[0]] = made
-        for p in where[1:]:
+        made = op.message or (None if op.kind == "delete" else _made(op, originals))
+        for p in where:
             first[p] = None
+        first[where[-1] if op.place == "last" else where[0]] = made
         applied.append(
             AppliedEdit(
                 kind=op.kind,
@@ -394,7 +498,8 @@ def _build(
         elif (made := first[p]) is not None:
             out.append(made)
     removed = [messages[p] for p in sorted(first)]
-    return EditPlan(messages=out, removed=removed, applied=applied)
+    produced = [m for m in first.values() if m is not None]
+    return EditPlan(messages=out, removed=removed, applied=applied, made=produced)
 
 
 def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:

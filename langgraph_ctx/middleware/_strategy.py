@@ -3,13 +3,13 @@ those that rewrite the history, the archive and the edit core."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._checks import check_bool, check_has
-from langgraph_ctx.edits import EditOp, EditPlan, apply_edits, check_rewritable
+from langgraph_ctx.edits import EditOp, EditPlan, Protection, apply_edits, check_rewritable
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, Middleware, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
@@ -41,6 +41,10 @@ class RewritingStrategy(ContextStrategy):
     rewrite cannot reach is refused when the pipeline is attached.
     """
 
+    protection: Protection = "manager"
+    """What :meth:`edit` may not touch (:data:`~langgraph_ctx.edits.Protection`): a
+    manager's rules; compression plans by its own tiers (``"tiers"``)."""
+
     def __init__(
         self, *, archive: MessageArchive | None = None, pin_task: bool = True, **kwargs: Any
     ) -> None:
@@ -71,9 +75,12 @@ class RewritingStrategy(ContextStrategy):
         ctx: CallContext,
         ops: Sequence[EditOp],
         data: dict[str, Any] | None = None,
+        *,
+        reason: str | Callable[[BaseMessage], str] = "edited",
     ) -> Hook[tuple[View, EditPlan | None]]:
         """:func:`~langgraph_ctx.edits.apply_edits` with this strategy's archive,
-        name and pinning; ``data`` joins the ledger entry."""
+        name and pinning; ``data`` joins the ledger entry, ``reason`` is the
+        archive's for the originals."""
         return (
             yield from apply_edits(
                 view,
@@ -82,6 +89,8 @@ class RewritingStrategy(ContextStrategy):
                 archive=self.archive,
                 source=self.name,
                 pin_task=self.pin_task,
+                rules=self.protection,
+                reason=reason,
                 data=data,
             )
         )

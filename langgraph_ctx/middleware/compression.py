@@ -27,10 +27,19 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   call, or raises :class:`~langgraph_ctx.errors.BudgetExceededError` before the
   model is called if even the pinned content cannot fit.
 
-Every message leaving the active state is written to the archive first, keyed
-by thread and id, so :meth:`TieredCompression.original` can return it. The
-rewrite is a persistent update (``RemoveMessage(REMOVE_ALL)`` then the new
-list, so summaries land in their place), and the node sees the same list.
+Every rewrite goes through the edit core (:func:`~langgraph_ctx.edits.apply_edits`,
+via :meth:`RewritingStrategy.edit`): the span becomes one merge operation whose
+ready-made summary lands at the place of the last message it replaces, so after
+the pinned messages among it and before the turns it keeps (a meta-summary
+merges the earlier summaries and the span the same way); a compacted or cut tool
+result is a rewrite keeping its id and its tool call. The core archives every
+original first (keyed by thread and id, with a reason naming the summary that
+replaced it, so :meth:`TieredCompression.original` returns it), keeps tool
+exchanges whole and pinned messages untouched whoever planned the edit, persists
+the new history with the node's update, adjusts the usage report and records
+``context_edit`` with each operation's rationale; compression records what it
+measured (``compression``, ``tool_results_compacted``, ``ceiling_enforced``). An
+edit the core refuses leaves the history as it was.
 """
 
 from __future__ import annotations
@@ -47,8 +56,7 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage, ToolMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
@@ -65,6 +73,7 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
+from langgraph_ctx.edits import EditOp
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import (
     KEY,
@@ -74,7 +83,7 @@ from langgraph_ctx.markers import (
     summary_info,
 )
 from langgraph_ctx.middleware._strategy import RewritingStrategy
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.tokens import TokenCounter
 
@@ -108,6 +117,8 @@ class TieredCompression(RewritingStrategy):
     """Compresses old history into ``[Conversation Summary]`` messages, incrementally."""
 
     name = "compression"
+    # A later system message, or the think node's plan trace, goes with its turn.
+    protection = "tiers"
 
     def __init__(
         self,
@@ -243,12 +254,11 @@ class TieredCompression(RewritingStrategy):
                 outcome = yield IOCall(pending.wait, pending.await_)
             if outcome is not None:
                 summary, reasons, retention, written = outcome
-                yield IOCall(
-                    partial(self._archive, ctx, ahead), partial(self._aarchive, ctx, ahead)
-                )
                 path = ("prepared", why)
                 measured = (retention, written)
-                view = self._apply(view, ctx, ahead, summary, reasons, path=path, measured=measured)
+                view = yield from self._apply(
+                    view, ctx, ahead, summary, reasons, path=path, measured=measured
+                )
                 return (yield from self._ceiling(view, ctx))
             why = "failed"
         text: str | None = None
@@ -258,22 +268,10 @@ class TieredCompression(RewritingStrategy):
                     partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
                     partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
                 )
-        # Archived before the rewrite is persisted: nothing leaves the state unkept.
-        yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        view = self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
+        view = yield from self._apply(view, ctx, work, text, fallbacks, path=("synchronous", why))
         return (yield from self._ceiling(view, ctx))
 
     # -- the steps -----------------------------------------------------------
-
-    def _archive(self, ctx: CallContext, work: _Work) -> None:
-        thread, namespace = _scope(ctx)
-        for messages, reason in work.removals():
-            self.archive.put(thread, messages, reason=reason, namespace=namespace)
-
-    async def _aarchive(self, ctx: CallContext, work: _Work) -> None:
-        thread, namespace = _scope(ctx)
-        for messages, reason in work.removals():
-            await self.archive.aput(thread, messages, reason=reason, namespace=namespace)
 
     def _decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> _Work | None:
         """The compression this call needs (``None``: none). ``ahead``: the one the
@@ -313,6 +311,7 @@ class TieredCompression(RewritingStrategy):
             ),
             pin_task=self.pin_task,
             summary_cap=cap,
+            tiers=tiers,
         )
         span = sum(count(m) for m in plan.compress)
         if not urgent:
@@ -378,17 +377,18 @@ class TieredCompression(RewritingStrategy):
         *,
         path: tuple[str, str] = ("synchronous", "none"),
         measured: tuple[float, int] | None = None,
-    ) -> View:
+    ) -> Hook[View]:
+        """``work`` as edit operations through the core: the span (with the earlier
+        summaries, for a meta-summary) merged into its summary, each kept tool
+        result to compact rewritten as its digest. Then what it measured."""
         plan, count = work.plan, ctx.session.cache.count_of
-        shrunk = [m for m, _ in work.compact]
-        before = {"summarized": sum(count(m) for m in work.source), "compacted": 0}
-        before["compacted"] = sum(count(m) for m in shrunk)
-        removed = sum(count(m) for m in plan.compress) + before["compacted"]
-        digests = {
-            id(m): compact_tool_result(m, size, count(m), self._compactor)
-            for m, size in work.compact
-        }
-        summaries = plan.tiers.summaries
+        # Counted before the core forgets the originals' counts.
+        summarized = sum(count(m) for m in work.source)
+        compacted = sum(count(m) for m, _ in work.compact)
+        digests = [
+            compact_tool_result(m, size, count(m), self._compactor) for m, size in work.compact
+        ]
+        ops = [EditOp.replacing([str(d.id)], d, "compacted") for d in digests]
         summary = None
         if text is not None:
             # Measured ahead (a prepared summary, counted with this counter): no
@@ -397,51 +397,67 @@ class TieredCompression(RewritingStrategy):
                 fitted = fit_text(text, work.max_tokens, ctx.counter)
                 text, measured = (text, measured) if fitted == text else (fitted, None)
             summary = self._summary(work, text)
-            if work.meta:
-                removed += sum(count(m) for m in summaries)
-            summaries = [summary] if work.meta else [*summaries, summary]
-        keep = [digests.get(id(m), m) for m in plan.keep]
-        messages = _in_place(list(view.get("messages") or ()), plan, summaries, keep)
-        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *messages])
-
-        ctx.session.cache.forget([str(m.id) for m in [*plan.compress, *shrunk]])
-        ctx.session.scratch["compression_advised"] = False
-        added = sum(count(m) for m in digests.values()) + (count(summary) if summary else 0)
-        report = ctx.adjust_usage("messages", added - removed)
-        if shrunk:
-            after = sum(count(m) for m in digests.values())
-            ids = [str(m.id) for m in shrunk]
-            ctx.record(
-                "tool_results_compacted",
-                {"ids": ids, "tokens_before": before["compacted"], "tokens_after": after},
-            )
-        if summary is not None and text is not None:
-            # (Entity retention and size, if not measured already in the background.)
-            written = measured[1] if measured else ctx.counter.count_text(text)
-            retention = measured[0] if measured else entity_retention(work.source, text)
-            info = summary_info(summary) or {}
-            ctx.record(
-                "compression",
-                {
-                    "seq": info["seq"],
-                    "messages": len(plan.compress),
-                    "through": info["through"],
-                    "tokens_before": before["summarized"],
-                    "tokens_after": written,
-                    "max_tokens": work.max_tokens,  # what the summarizer was asked for
-                    "ratio": round(before["summarized"] / max(written, 1), 2),
-                    "entity_retention": round(retention, 4),
-                    "meta": work.meta,
-                    "utilization_after": round(report.utilization, 4),
-                    # Whether a summary prepared ahead was used, and if not, why not.
-                    "path": path[0],
-                    "prepared": path[1],
-                },
-            )
+            replaced = [*plan.tiers.summaries, *plan.compress] if work.meta else plan.compress
+            seq = (summary_info(summary) or {})["seq"]
+            why = f"{'consolidated' if work.meta else 'compressed'} into summary #{seq}"
+            # At the span's end: after the pinned messages among it (the task, when
+            # something came before it), before the turns it keeps.
+            merge = EditOp.replacing([str(m.id) for m in replaced], summary, why, place="last")
+            ops.insert(0, merge)
+        view, edit = yield from self.edit(view, ctx, ops, reason=work.archive_reason())
+        # (None: the core refused the edit or could not archive, and recorded why;
+        # the history is as it was.)
+        if edit is not None:
+            ctx.session.scratch["compression_advised"] = False
+            if digests:
+                after = sum(count(m) for m in digests)
+                ctx.record(
+                    "tool_results_compacted",
+                    {
+                        "ids": [str(m.id) for m in digests],
+                        "tokens_before": compacted,
+                        "tokens_after": after,
+                    },
+                )
+            if summary is not None and text is not None:
+                self._record(ctx, work, summary, text, summarized, measured, path)
         for reason in fallbacks:
             ctx.record("summarizer_fallback", {"reason": reason})
         # Still over the prompt limit? ``_ceiling`` reduces tool results or raises.
-        return view.replace(messages=messages)
+        return view
+
+    def _record(
+        self,
+        ctx: CallContext,
+        work: _Work,
+        summary: BaseMessage,
+        text: str,
+        summarized: int,
+        measured: tuple[float, int] | None,
+        path: tuple[str, str],
+    ) -> None:
+        # (Entity retention and size, if not measured already in the background.)
+        written = measured[1] if measured else ctx.counter.count_text(text)
+        retention = measured[0] if measured else entity_retention(work.source, text)
+        info = summary_info(summary) or {}
+        ctx.record(
+            "compression",
+            {
+                "seq": info["seq"],
+                "messages": len(work.plan.compress),
+                "through": info["through"],
+                "tokens_before": summarized,
+                "tokens_after": written,
+                "max_tokens": work.max_tokens,  # what the summarizer was asked for
+                "ratio": round(summarized / max(written, 1), 2),
+                "entity_retention": round(retention, 4),
+                "meta": work.meta,
+                "utilization_after": round(ctx.measured().utilization, 4),
+                # Whether a summary prepared ahead was used, and if not, why not.
+                "path": path[0],
+                "prepared": path[1],
+            },
+        )
 
     def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
         """Keep the history itself within the prompt limit, before pre-flight's
@@ -483,21 +499,17 @@ class TieredCompression(RewritingStrategy):
         )
         if not fit.reduced:
             return view
-        originals = [m for m in fit.originals if not is_compacted(m)]
-        if originals:
-            # Archived before the rewrite is persisted: nothing leaves the state unkept.
-            thread, namespace = _scope(ctx)
-            yield IOCall(
-                partial(
-                    self.archive.put, thread, originals, reason="compacted", namespace=namespace
-                ),
-                partial(
-                    self.archive.aput, thread, originals, reason="compacted", namespace=namespace
-                ),
-            )
-        ctx.persist(self.name, messages=[RemoveMessage(id=REMOVE_ALL_MESSAGES), *fit.messages])
-        ctx.session.cache.forget([str(m.id) for m in originals])
-        report = ctx.adjust_usage("messages", fit.tokens_after - fit.tokens_before)
+        # Each reduced result is a rewrite keeping its id and tool call; an original
+        # already compacted is in the archive as it first was (writes never replace).
+        smaller = {str(m.id): m for m in fit.messages}
+        ops = [
+            EditOp.replacing([str(m.id)], smaller[str(m.id)], "reduced to fit the prompt limit")
+            for m in fit.originals
+        ]
+        view, edit = yield from self.edit(view, ctx, ops, reason="compacted")
+        if edit is None:
+            return view  # refused or not archived: pre-flight's guard fits the prompt
+        report = ctx.measured()
         ctx.record(
             "ceiling_enforced",
             {
@@ -507,7 +519,7 @@ class TieredCompression(RewritingStrategy):
                 "prompt_limit": report.prompt_limit,
             },
         )
-        return view.replace(messages=fit.messages)
+        return view
 
     def _compress_again(self, view: View, ctx: CallContext) -> Hook[View]:
         """Everything before the current turn, with the summaries, into one
@@ -529,8 +541,7 @@ class TieredCompression(RewritingStrategy):
                 partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
                 partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
             )
-        yield IOCall(partial(self._archive, ctx, work), partial(self._aarchive, ctx, work))
-        return self._apply(view, ctx, work, text, fallbacks, path=("ceiling", "none"))
+        return (yield from self._apply(view, ctx, work, text, fallbacks, path=("ceiling", "none")))
 
     def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
         """In the yellow zone, start summarizing what the next compression removes."""
@@ -707,18 +718,22 @@ class _Work:
     compact: list[tuple[BaseMessage, int]] = field(default_factory=list)
     """Kept tool results to shrink in place, each with its digest's size."""
 
-    def removals(self) -> list[tuple[list[BaseMessage], str]]:
-        """What leaves the active state, by archive reason: archived before it goes.
+    def archive_reason(self) -> Callable[[BaseMessage], str]:
+        """The archive's reason for each original this work removes.
 
-        The reason names the summary that replaces them, so that a search hit
-        says where its gist still is (``compressed into summary #3``)."""
+        It names the summary that replaces it, so that a search hit says where
+        its gist still is (``compressed into summary #3``)."""
         seq = next_seq(self.plan.tiers.summaries)
-        out = [(self.plan.compress, f"compressed into summary #{seq}")]
-        if self.meta:
-            out.append((self.plan.tiers.summaries, f"consolidated into summary #{seq}"))
-        if self.compact:
-            out.append(([m for m, _ in self.compact], "compacted"))
-        return [(messages, reason) for messages, reason in out if messages]
+        compacted = {str(m.id) for m, _ in self.compact}
+
+        def reason(message: BaseMessage) -> str:
+            if str(message.id) in compacted:
+                return "compacted"
+            if is_summary(message):
+                return f"consolidated into summary #{seq}"
+            return f"compressed into summary #{seq}"
+
+        return reason
 
 
 REPLAN_SHARE = 0.1
@@ -799,25 +814,6 @@ SUMMARY_ID = "lgctx-summary-"
 """A summary's message id is this and its sequence number."""
 
 
-def _in_place(
-    messages: list[BaseMessage], plan: Plan, summaries: list[BaseMessage], keep: list[BaseMessage]
-) -> list[BaseMessage]:
-    """The history after compression: survivors keep their order, none moves.
-
-    The pinned messages before the first compressed or kept one (the system
-    prompt, the task) lead, the summaries follow, and every other survivor
-    (pinned or kept) stays where it was among the others."""
-    pinned = {id(m) for m in plan.tiers.pinned}
-    kept = {id(m): k for m, k in zip(plan.keep, keep, strict=True)}
-    first = next(
-        (i for i, m in enumerate(messages) if id(m) not in pinned and not is_summary(m)),
-        len(messages),
-    )
-    head = [m for m in messages[:first] if id(m) in pinned]
-    tail = [kept.get(id(m), m) for m in messages[first:] if id(m) in pinned or id(m) in kept]
-    return [*head, *summaries, *tail]
-
-
 def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
     """``text`` within ``max_tokens`` by ``counter``: whole lines dropped from the end,
     then the last line cut. A summarizer may count differently, or overrun."""
@@ -830,10 +826,6 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
     while kept and counter.count_text(kept) > max_tokens:
         kept = kept[: int(len(kept) * 0.9)]
     return kept
-
-
-def _scope(ctx: CallContext) -> tuple[str, str]:
-    return ctx.thread_id or "default", graph_namespace(ctx.config)
 
 
 def _check_share(field: str, value: float) -> None:
