@@ -24,6 +24,7 @@ from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.strategies import LexicalScorer
 from langgraph_ctx.testing import ScriptedChatModel
+from tests.adacom_worker import drive_user_turns
 
 TURNS = 60
 """Enough for a snapshot of ``messages`` (every 100th update; 2 a turn) before the kill."""
@@ -63,13 +64,7 @@ def session(url: str, kill_at: int | None = None) -> Iterator[Any]:
 
 def drive(graph: Any, upto: int = TURNS) -> None:
     """Resume the thread from its last checkpoint and run it to ``upto`` turns."""
-    config = {"configurable": {"thread_id": THREAD}}
-    if graph.get_state(config).tasks:  # died mid-turn: finish it first
-        graph.invoke(None, config, durability="sync")
-    messages = graph.get_state(config).values.get("messages") or []
-    done = sum(1 for m in messages if m.type == "human")
-    for i in range(done, upto):
-        graph.invoke(turn(i), config, durability="sync")
+    drive_user_turns(graph, THREAD, turn, upto)
 
 
 def main() -> None:
