@@ -264,10 +264,10 @@ def evaluate(sessions: Sequence[Session], label: str) -> list[list[str]]:
 
 class Unsaved:
     """Drives a graph compiled without a checkpointer: the history is kept here and
-    handed over whole each call. PACE never rewrites the history, so a checkpointer
-    would load and store all of it on every call (LangGraph serializes a channel
-    whole): O(history) a call, quadratic over the run, measured in ``checkpointed``.
-    Without it, what a call costs is the pipeline's."""
+    handed over whole each call, so that what a call costs is the pipeline's. The
+    harness's in-memory checkpointer keeps the latest checkpoint only, which a delta
+    channel cannot be read back from; PACE as users run it, on ``DeltaContextState``
+    and SQLite, is :func:`checkpointed_longevity`'s."""
 
     def __init__(self, graph: Any, setup: Any, head: list[BaseMessage]) -> None:
         self.graph, self.history = graph, list(head)
@@ -352,7 +352,7 @@ def long_horizon(
                 "includes the harness's own (counting every prompt); CPU is this process's, on "
                 "2 shared cores.",
                 "PACE's runs keep the history in the driver and hand it whole to a graph without "
-                "a checkpointer (see the next table for why); the others run on the harness's "
+                "a checkpointer (on SQLite: the next section); the others run on the harness's "
                 "in-memory checkpointer (latest checkpoint only), as in "
                 "`benchmarks/run_harness.py`. The peers get our summarizer.",
             ]
@@ -520,7 +520,7 @@ def checkpointed_part(turns: int, minutes: float) -> list[str]:
         "",
         "The write is now O(new); the read is not: LangGraph hands the nodes the whole",
         "history, so each invoke deserializes it (the last full copy, plus the writes since)",
-        "at about 30-60 us a message. That read is what still grows with the session.",
+        "at 20-35 us a message. That read is what still grows with the session.",
         "`ContextState` at 10,000 turns was not run (about 190 MB stored per step).",
         "",
     ]
