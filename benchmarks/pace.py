@@ -521,7 +521,8 @@ def checkpointed_part(turns: int, minutes: float) -> list[str]:
         "The write is now O(new); the read is not: LangGraph hands the nodes the whole",
         "history, so each invoke deserializes it (the last full copy, plus the writes since)",
         "at 20-35 us a message. That read is what still grows with the session.",
-        "`ContextState` at 10,000 turns was not run (about 190 MB stored per step).",
+        "`ContextState` at 10,000 turns was not run (about 190 MB stored per step). Bytes are",
+        "the median step's: every 100th update of a delta channel also stores a full copy.",
         "",
     ]
     return [*lines, *checkpointed_longevity(turns, minutes)]
@@ -642,9 +643,10 @@ def main() -> None:
         (300, 300, 300) if args.quick else (args.turns, args.minilm_turns, args.peer_turns)
     )
     path = RESULTS_DIR / "pace.md"
+    budget = f" --turns {turns} --minutes {args.minutes:g}"
     if args.checkpointed:
-        part = checkpointed_part(args.turns, args.minutes)
-        part += ["", f"Command: `python benchmarks/pace.py --checkpointed --turns {args.turns}`."]
+        part = checkpointed_part(turns, args.minutes)
+        part += ["", f"Command: `python benchmarks/pace.py --checkpointed{budget}`."]
         before, rest = path.read_text("utf-8").split(f"\n{CHECKPOINTED}")
         emit("pace", [before.rstrip(), "", *part, "", "### (c)" + rest.split("\n### (c)")[1]])
         return
@@ -673,7 +675,7 @@ def main() -> None:
     long_horizon(turns, minilm, peers, progress)
     lines += [*done, ""]
     lines += checkpointed_part(turns, args.minutes)
-    lines += ["", f"Command: `python benchmarks/pace.py --checkpointed --turns {turns}`.", ""]
+    lines += ["", f"Command: `python benchmarks/pace.py --checkpointed{budget}`.", ""]
     lines += [*overhead((1_000, 10_000)), "", command]
     emit("pace", lines)
 
