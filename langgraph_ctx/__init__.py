@@ -42,7 +42,13 @@ from langgraph_ctx.pipeline import (
 )
 from langgraph_ctx.retrieval.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
 from langgraph_ctx.retrieval.runtime_store import RuntimeStore
-from langgraph_ctx.state import ArtifactRef, ContextState, LedgerEntry, ledger_reducer
+from langgraph_ctx.state import (
+    ArtifactRef,
+    ContextState,
+    DeltaContextState,
+    LedgerEntry,
+    ledger_reducer,
+)
 from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
@@ -70,6 +76,7 @@ __all__ = [
     "ContextError",
     "ContextRunError",
     "ContextState",
+    "DeltaContextState",
     "EventSink",
     "LedgerEntry",
     "Level",

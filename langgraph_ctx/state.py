@@ -14,16 +14,37 @@ Each field has a lifecycle, and the reducer encodes it:
 - ``context_ledger`` keeps only the last :data:`LEDGER_SIZE` entries, so the
   checkpoint does not grow with the session; the full history of events goes
   to the event table (see ``persistence``).
+- ``pace_chunks`` grows by one record per step, so it is a LangGraph
+  ``DeltaChannel``: a checkpoint stores only the records a step added, and a
+  read replays them onto the last snapshot.
+
+:class:`DeltaContextState` keeps ``messages`` in a ``DeltaChannel`` too, for
+histories that are never rewritten (PACE's): with ``add_messages`` every
+checkpoint serializes the whole history (O(history) a step, O(steps^2) a
+session); with it, a step stores its new messages and every
+:data:`SNAPSHOT_EVERY`-th update of the channel a full copy to replay from. A
+read still loads the whole history (the nodes need it); what it saves is the
+write. :func:`delta_messages` is ``add_messages`` in the form ``DeltaChannel``
+needs (a batch at once, the same result however the writes are batched), with
+``RemoveMessage(REMOVE_ALL_MESSAGES)`` honoured, so the strategies that rewrite
+the history work on it as well (LangGraph's own delta reducer ignores it).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
-from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    convert_to_messages,
+    message_chunk_to_message,
+)
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 LEDGER = "context_ledger"
@@ -89,11 +110,58 @@ def merge_dicts(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None)
     return {**(left or {}), **(right or {})}
 
 
-class ContextState(TypedDict, total=False):
-    """The state every langgraph-ctx graph runs on."""
+SNAPSHOT_EVERY = 100
+"""Updates of a delta channel between two full copies of it in the checkpoints:
+a read replays at most this many writes onto the last copy, and the copies cost
+O(value / SNAPSHOT_EVERY) a step."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
-    """The conversation: user, assistant, tool messages, summaries."""
+
+def merge_records(state: dict[str, Any], writes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`merge_dicts` over a batch of writes, for a ``DeltaChannel``."""
+    merged = dict(state or {})
+    for write in writes:
+        merged.update(write or {})
+    return merged
+
+
+def delta_messages(state: Sequence[Any], writes: Sequence[Any]) -> list[BaseMessage]:
+    """``add_messages`` for a ``DeltaChannel``: a batch of writes, each a message or a
+    list of them, applied one message at a time in order (so batching never changes
+    the result). A message whose id is there replaces it in place, a new one is
+    appended, ``RemoveMessage(id)`` removes one (an unknown id is an error, as with
+    ``add_messages``), ``RemoveMessage(REMOVE_ALL_MESSAGES)`` everything before it.
+
+    Ids are not made here (a replay would make new ones): LangGraph stamps every
+    message object or message dict written to a delta channel before storing it.
+    """
+    flat = [m for w in writes for m in (w if isinstance(w, list) else [w])]
+    new = [message_chunk_to_message(m) for m in convert_to_messages(flat)]
+    typed = state if not state or isinstance(state[0], BaseMessage) else convert_to_messages(state)
+    out: list[BaseMessage | None] = list(typed)
+    at = {m.id: i for i, m in enumerate(out) if m is not None and m.id is not None}
+    for m in new:
+        i = at.get(m.id) if m.id is not None else None
+        if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES:
+            out, at = [], {}
+        elif isinstance(m, RemoveMessage):
+            if i is None or m.id is None:
+                raise ValueError(
+                    f"Attempting to delete a message with an ID that doesn't exist ('{m.id}')"
+                )
+            out[i] = None
+            del at[m.id]
+        elif i is not None:
+            out[i] = m
+        else:
+            if m.id is not None:
+                at[m.id] = len(out)
+            out.append(m)
+    return [m for m in out if m is not None]
+
+
+class _ContextFields(TypedDict, total=False):
+    """Every field of the state but ``messages``, whose channel the two schemas choose."""
+
     thoughts: list[dict[str, Any]]
     """The current step's structured thoughts. Ephemeral: never in ``messages``."""
     tool_cache: Annotated[list[str], lru_reducer]
@@ -107,9 +175,30 @@ class ContextState(TypedDict, total=False):
     """Session metadata: user, task, configuration."""
     context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
     """What the context manager did, bounded."""
-    pace_chunks: Annotated[dict[str, Any], merge_dicts]
+    pace_chunks: Annotated[
+        dict[str, Any], DeltaChannel(merge_records, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
     """PACE's per-step records for resume (key vector, summaries), by step id.
-    Empty unless ``strategy="pace"``."""
+    Empty unless ``strategy="pace"``. A delta channel: a step checkpoints the
+    records it added, not all of them."""
+
+
+class ContextState(_ContextFields, total=False):
+    """The state every langgraph-ctx graph runs on."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The conversation: user, assistant, tool messages, summaries."""
+
+
+class DeltaContextState(_ContextFields, total=False):
+    """:class:`ContextState` with ``messages`` in a ``DeltaChannel`` (LangGraph beta):
+    each step checkpoints its new messages, not the whole history. PACE's default
+    in :func:`~langgraph_ctx.agent.create_context_agent`; any strategy runs on it."""
+
+    messages: Annotated[
+        list[AnyMessage], DeltaChannel(delta_messages, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
+    """The conversation, stored as what each step added."""
 
 
 def declaration(key: str) -> str:

@@ -94,6 +94,19 @@ def drive(graph: Any, upto: int = TURNS) -> None:
         graph.invoke(turn(i), config)
 
 
+def drive_user_turns(graph: Any, thread: str, turn: Any, upto: int) -> None:
+    """Resume ``thread`` from its last checkpoint and run it to ``upto`` user turns
+    (``turn(i)`` is turn i's input). Each step is checkpointed before the next starts,
+    so a kill lands at a known step; a turn a kill cut short is finished first."""
+    config = {"configurable": {"thread_id": thread}}
+    if graph.get_state(config).tasks:
+        graph.invoke(None, config, durability="sync")
+    messages = graph.get_state(config).values.get("messages") or []
+    done = sum(1 for m in messages if m.type == "human")
+    for i in range(done, upto):
+        graph.invoke(turn(i), config, durability="sync")
+
+
 def run_killed(module: str, dir: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``python -m module --dir dir *args`` from the repo root, to be SIGKILLed."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -25,7 +25,7 @@ from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.strategies import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
-from tests.adacom_worker import KillingArchive, worker_main
+from tests.adacom_worker import KillingArchive, drive_user_turns, worker_main
 
 TURNS = 6
 THREAD = "bacm-crash"
@@ -78,14 +78,7 @@ def session(dir: str, kill_after: int | None = None) -> Iterator[tuple[Any, SQLi
 
 def drive(graph: Any, upto: int = TURNS) -> None:
     """Resume the thread from its last checkpoint and run it to ``upto`` turns."""
-    config = {"configurable": {"thread_id": THREAD}}
-    # Each step checkpointed before the next starts: the kill lands at a known step.
-    if graph.get_state(config).tasks:  # died mid-step: finish the turn first
-        graph.invoke(None, config, durability="sync")
-    messages = graph.get_state(config).values.get("messages") or []
-    done = sum(1 for m in messages if m.type == "human")
-    for i in range(done, upto):
-        graph.invoke(turn(i), config, durability="sync")
+    drive_user_turns(graph, THREAD, turn, upto)
 
 
 def main() -> None:

@@ -44,6 +44,8 @@ class SessionRun:
     """Tokens consumed outside the replayed prompts (sub-agents)."""
     cut: bool = False
     """Stopped early: the prompt outgrew the workload's cut-off."""
+    timed_out: bool = False
+    """Stopped early: the run's deadline passed."""
 
     @property
     def calls(self) -> int:
@@ -85,9 +87,11 @@ def replay(
     max_turns: int | None = None,
     cut: float | None = None,
     progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> SessionRun:
     """Replay ``session`` through ``strategy``; ``cut``: stop once a prompt exceeds
-    ``cut * window`` (no model would take it, and no point paying for more)."""
+    ``cut * window`` (no model would take it, and no point paying for more);
+    ``deadline``: stop before a call once ``time.monotonic()`` has passed it."""
     extra = 0
     if strategy.prepare is not None:
         session, extra = strategy.prepare(session)
@@ -100,6 +104,9 @@ def replay(
     previous_reply = 0
     for step in session.steps:
         if max_turns is not None and step.turn >= max_turns:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            run.timed_out = True
             break
         recorder.begin(step.id)
         start = time.perf_counter()
@@ -119,6 +126,8 @@ def replay(
     run.prompt_tokens = recorder.prompt_tokens
     if run.added_tokens:
         run.added_tokens[0] = run.prompt_tokens[0]  # the first prompt is all new
+    if run.timed_out:  # the probes due in the turns run: the rest were never asked
+        max_turns = run.turns[-1] + 1 if run.turns else 0
     planned = {s.id for s in session.steps if max_turns is None or s.turn < max_turns}
     run.probes = recorder.finish(planned)
     last = [m for m in recorder.last_prompt if m.content != session.system]
@@ -153,6 +162,7 @@ def run_pairs(
     tally: TokenTally,
     cut: float | None = None,
     progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> dict[str, PairRun]:
     """Every session through every plan, each plan with its own checkpointer.
 
@@ -192,6 +202,7 @@ def run_pairs(
                     max_turns=plan.max_turns,
                     cut=cut,
                     progress=tick,
+                    deadline=deadline,
                 )
                 runs[plan.key].append(run)
                 done += run.calls

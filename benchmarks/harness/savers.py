@@ -38,7 +38,10 @@ class Measured(Protocol):
 
 
 class TallySaver(InMemorySaver):
-    """In memory, latest checkpoint per thread only; counts the bytes it serializes."""
+    """In memory, latest checkpoint per thread only; counts the bytes it serializes.
+
+    Not for a graph with a written delta channel (``DeltaContextState``, PACE's
+    ``pace_chunks``): reading one replays the ancestors' writes, which this drops."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -56,7 +56,7 @@ from langgraph_ctx.middleware.glimpse import GLIMPSE
 from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefresh, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
-from langgraph_ctx.state import ContextState
+from langgraph_ctx.state import ContextState, DeltaContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import parse_url
@@ -133,7 +133,9 @@ class AgentOptions(TypedDict, total=False):
     the next compression, so a provider's prompt cache serves it (fresher recall
     traded for cache hits; see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     state_schema: type[Any]
-    """``ContextState``, or a TypedDict extending it."""
+    """``ContextState``, or a TypedDict extending it; ``DeltaContextState`` for
+    ``strategy="pace"``, whose history is never rewritten: a step checkpoints the
+    messages it added, not the whole history (see :mod:`langgraph_ctx.state`)."""
 
 
 def create_context_agent(
@@ -216,7 +218,7 @@ def build_context_agent(
         system_prompt=options.get("system_prompt"),
         events=options.get("events"),
     )
-    return pipeline.attach(_graph(model, registry, options))
+    return pipeline.attach(_graph(model, registry, options, _schema(options, strategy)))
 
 
 def _check_options(options: AgentOptions) -> None:
@@ -312,10 +314,19 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
     )
 
 
+def _schema(options: AgentOptions, strategy: Middleware) -> type[Any]:
+    """The state schema: the one given, else PACE's history in a delta channel (it
+    is never rewritten, so ``add_messages`` would checkpoint all of it every step),
+    else :class:`ContextState`."""
+    if "state_schema" in options:
+        return options["state_schema"]
+    return DeltaContextState if isinstance(strategy, PredictiveExtraction) else ContextState
+
+
 def _graph(
-    model: BaseChatModel, registry: ToolRegistry, options: AgentOptions
+    model: BaseChatModel, registry: ToolRegistry, options: AgentOptions, schema: type[Any]
 ) -> StateGraph[Any, Any, Any, Any]:
-    builder = StateGraph(options.get("state_schema", ContextState))
+    builder = StateGraph(schema)
     builder.add_node("fetch_tools", fetch_tools_node(registry))
     builder.add_node("call_llm", call_llm_node(model, system_prompt=options.get("system_prompt")))
     builder.add_node("tools", tools_node(registry))

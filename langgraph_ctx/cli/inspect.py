@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
 from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import summary_info
+from langgraph_ctx.state import delta_messages
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 
@@ -65,11 +67,11 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
         raise ConfigurationError("database_url", f"no SQLite database at {db.path!r}")
     with checkpointer_from_url(db.url, setup=False, max_connections=1) as saver:
         found = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        messages = _history(saver, found) if found is not None else []
     result = Inspection(thread_id, db.redacted, found is not None)
     values: dict[str, Any] = dict(found.checkpoint["channel_values"]) if found else {}
     if found is not None:
         result.step = found.metadata.get("step")
-    messages: list[BaseMessage] = list(values.get("messages") or ())
     result.messages = len(messages)
     for message in messages:
         info = summary_info(message)
@@ -85,6 +87,21 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
         result.events_source = "checkpoint ledger" if events else "none"
     _fold(result, events)
     return result
+
+
+def _history(saver: BaseCheckpointSaver[Any], found: CheckpointTuple) -> list[BaseMessage]:
+    """The thread's messages at ``found``. Under ``add_messages`` the checkpoint holds
+    them whole; in a delta channel (:class:`~langgraph_ctx.state.DeltaContextState`)
+    only every 100th update does (a snapshot, with the value in ``.value``), and the
+    rest is the writes since, replayed here with the channel's reducer."""
+    stored = found.checkpoint["channel_values"].get("messages")
+    if stored is not None:
+        return list(getattr(stored, "value", stored) or ())
+    history = saver.get_delta_channel_history(config=found.config, channels=["messages"])
+    entry = history.get("messages") or {"writes": []}
+    seed = entry.get("seed")
+    seed = getattr(seed, "value", seed) or []
+    return delta_messages(seed, [value for _, _, value in entry["writes"]])
 
 
 def _fold(result: Inspection, events: list[dict[str, Any]]) -> None:

@@ -23,10 +23,12 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langgraph.channels.delta import DeltaChannel
 
 from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, plan_edits
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.state import delta_messages
 from langgraph_ctx.storage.archive import MessageArchive
 
 
@@ -50,18 +52,24 @@ def check_rewritable(builder: Any, middleware: str) -> None:
     """Refuse, at wiring, a graph whose ``messages`` an edit cannot rewrite.
 
     For a middleware's ``check_graph``: the update :meth:`EditPlan.update` writes
-    starts with ``RemoveMessage(REMOVE_ALL)``, which a ``DeltaChannel`` reducer
-    ignores: the history would never shrink, and every edit would add copies.
+    starts with ``RemoveMessage(REMOVE_ALL)``, which LangGraph's own delta reducer
+    ignores: the history would never shrink, and every edit would add copies. A
+    ``DeltaChannel`` on :func:`~langgraph_ctx.state.delta_messages` (as
+    :class:`~langgraph_ctx.state.DeltaContextState` has) honours it.
     """
     channel = builder.channels.get("messages")
-    kind = type(channel).__name__ if channel is not None else None
-    if kind is None or kind == "DeltaChannel":
-        why = "has no 'messages'" if kind is None else "keeps 'messages' in a DeltaChannel"
-        raise ConfigurationError(
-            middleware,
-            f"the graph's state {why}, which edits cannot rewrite; use "
-            "Annotated[list[AnyMessage], add_messages] (as ContextState does)",
-        )
+    if channel is None:
+        why = "has no 'messages'"
+    elif isinstance(channel, DeltaChannel) and channel.reducer is not delta_messages:
+        why = "keeps 'messages' in a DeltaChannel whose reducer ignores REMOVE_ALL"
+    else:
+        return
+    raise ConfigurationError(
+        middleware,
+        f"the graph's state {why}, which edits cannot rewrite; use "
+        "Annotated[list[AnyMessage], add_messages] (as ContextState does) or "
+        "DeltaChannel(delta_messages) (as DeltaContextState does)",
+    )
 
 
 def apply_edits(

@@ -55,6 +55,7 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels.delta import DeltaChannel
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
@@ -80,7 +81,7 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
-from langgraph_ctx.state import LedgerEntry, ledger_reducer, merge_dicts
+from langgraph_ctx.state import SNAPSHOT_EVERY, LedgerEntry, ledger_reducer, merge_records
 from langgraph_ctx.strategies.pace_glimpse import StepSource
 from langgraph_ctx.tokens import TokenCounter
 
@@ -91,7 +92,9 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
-    pace_chunks: NotRequired[Annotated[dict[str, Any], merge_dicts]]
+    pace_chunks: NotRequired[
+        Annotated[dict[str, Any], DeltaChannel(merge_records, snapshot_frequency=SNAPSHOT_EVERY)]
+    ]
     """What :class:`~langgraph_ctx.middleware.PredictiveExtraction` keeps for resume."""
 
 

@@ -15,7 +15,10 @@ shown as a placeholder is one ``glimpse`` away
 (:class:`~langgraph_ctx.middleware.Glimpse` with a
 :class:`~langgraph_ctx.strategies.pace_glimpse.StepSource`). What resume needs
 (each step's key vector and summaries) is checkpointed under ``pace_chunks``,
-keyed by step id, as it is made.
+keyed by step id, as it is made: a delta channel, so a step stores the records
+it added, not all of them. The history itself is best kept in one too
+(:class:`~langgraph_ctx.state.DeltaContextState`, the prebuilt agent's default
+with PACE): under ``add_messages`` every checkpoint would store all of it.
 
 Ledger: one ``pace_context`` entry per call (steps, the level counts, pressure,
 thresholds, scorer, summaries pending, tokens before and after);
