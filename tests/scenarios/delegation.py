@@ -93,4 +93,8 @@ def build(db: Path, markers: Path, *, block: bool) -> Any:
 if __name__ == "__main__":
     db, markers = Path(sys.argv[1]), Path(sys.argv[2])
     graph = build(db, markers, block=sys.argv[3] == "block")
-    graph.invoke({"messages": [HumanMessage("Please reconcile ACC-1.")]}, CONFIG)
+    # "sync": each step is on disk before the next starts. Under LangGraph's default
+    # ("async") the parent's delegating step can still be unwritten when the child's
+    # tools run, so a kill there loses it (seen under load); the README says so.
+    turn = {"messages": [HumanMessage("Please reconcile ACC-1.")]}
+    graph.invoke(turn, CONFIG, durability="sync")
