@@ -1,4 +1,4 @@
-"""Search over an FTS5 index of the package's (migration 0003): MaxScore rounds on bm25().
+"""Search over an FTS5 index of the package's (migrations 0004, 0005): MaxScore rounds on bm25().
 
 An FTS5 query that ORs a question's terms ranks every row holding any of them,
 and most rows hold a common word: ranking is then a scan. FTS5's ``bm25()``
@@ -49,8 +49,11 @@ def _any(words: Sequence[str]) -> str:
     return "body:(" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
-# Each indexed table's fts5vocab table (sql/0003, sql/0004).
-_VOCAB = {"lgctx_archive": "lgctx_archive_vocab", "lgctx_memory_index": "lgctx_memory_vocab"}
+# Each indexed table's fts5vocab table (sql/0004, sql/0005).
+_VOCAB = {
+    "lgctx_archive_passages": "lgctx_archive_passages_vocab",
+    "lgctx_memory_index": "lgctx_memory_vocab",
+}
 
 
 def search(
@@ -63,13 +66,15 @@ def search(
     limit: int,
     weight: float = 1.0,
     params: Mapping[str, Any] | None = None,
-) -> tuple[list[tuple[int, float]], MaxScorePlan[int]]:
-    """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the plan that ran.
+) -> tuple[list[tuple[Any, ...]], MaxScorePlan[Any]]:
+    """The best ``limit`` rows ``ranked`` gave for ``scope`` and ``words`` (one per key,
+    its best), and the plan that ran.
 
     ``table``: the indexed table (a key of ``_VOCAB``, its ``fts5vocab`` table of
     type ``col``, from the migrations). ``ranked``: a query
     taking ``:match`` (the expression), ``:limit`` and ``params``, returning
-    (rowid, score) best first. ``weight``: the largest factor ``ranked``
+    (key, score, anything else) best first, a key at most once: a rowid, or a
+    message id whose passages it groups. ``weight``: the largest factor ``ranked``
     multiplies a bm25() score by.
     """
     # An upper bound of the row count (ids only grow; bounds stay bounds when it is
@@ -83,7 +88,7 @@ def search(
         ).fetchall()
     )
     present = [w for w in words if df.get(w)]
-    plan: MaxScorePlan[int] = MaxScorePlan(
+    plan: MaxScorePlan[Any] = MaxScorePlan(
         {w: bound(fts_idf(rows, df[w]), weight) for w in present},
         limit,
         sizes=df,
@@ -91,11 +96,16 @@ def search(
         greedy=True,
     )
     token = f'scope:"{scope}"'
+    best: dict[Any, tuple[Any, ...]] = {}
     while (step := plan.next_round()) is not None:
         new, done = step
         later = [w for w in present if w not in new and w not in done]
         match = f"{token} AND ({_any(new)}" + (f" NOT {_any(done)})" if done else ")")
         if later:
             match += f" AND ({_any(later)} OR {token})"
-        plan.add(conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}))
-    return plan.best(), plan
+        rows = conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}).fetchall()
+        for row in rows:  # a key again, in a later round: its better row stays
+            if row[0] not in best or row[1] > best[row[0]][1]:
+                best[row[0]] = row
+        plan.add((row[0], row[1]) for row in rows)
+    return [best[key] for key, _ in plan.best()], plan
