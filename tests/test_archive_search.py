@@ -219,7 +219,9 @@ SCOPES = [("t1", ""), ("t1", "sub"), ("t2", ""), ("t2", "sub"), ("t3", "deep")]
 
 @st.composite
 def scoped_contents(draw: st.DrawFn) -> dict[tuple[str, str], list[str]]:
-    text = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5).map(" ".join)
+    # One to three passages a text (lines and sentences), so a leak of a passage shows too.
+    passage = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5).map(" ".join)
+    text = st.lists(passage, min_size=1, max_size=3).map(lambda ps: ".\n".join(ps) + ".")
     return {
         scope: draw(st.lists(text, max_size=6))
         for scope in draw(st.lists(st.sampled_from(SCOPES), min_size=1, max_size=5, unique=True))
@@ -238,6 +240,9 @@ def check_scoped_search(
         texts = contents.get((thread, ns), [])
         hits = archive.search(prefix + thread, query, limit=50, namespace=ns)
         assert all(h.text == texts[int(h.message_id[1:])] for h in hits)
+        assert all(h.passage in message_passages(h.message) for h in hits)
+        # The passage shown is one that matched, in this scope's own text.
+        assert all(wanted & set(terms(h.passage)) for h in hits)
         expected = {f"m{i}" for i, t in enumerate(texts) if wanted & set(terms(t))}
         assert set(ids(hits)) == expected, (thread, ns, query)
 

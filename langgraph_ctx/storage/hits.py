@@ -64,7 +64,7 @@ def searchable_text(message: BaseMessage) -> str:
     block), its name, the tool call id it answers, and each tool call's name, id and
     argument keys and values; so ``INV-0007`` in an argument and ``call_0`` are findable.
 
-    The SQL backends compute the same words from the stored JSON (migration 0003).
+    Every backend indexes it cut into :func:`message_passages`, computed here, in Python.
     """
     content = message.content
     blocks = [content] if isinstance(content, str) else content
