@@ -442,6 +442,18 @@ def pre_passage_log() -> list[BaseMessage]:
     ]
 
 
+def check_upgraded(archive: MessageArchive, log: list[BaseMessage]) -> None:
+    """The rows archived before passages, in t1, t1/sub and t2, are found by passage;
+    a new write is indexed in its own scope only."""
+    hit = archive.search("t1", "Where was shipment SHP-7777 rerouted?")[0]
+    assert (hit.message_id, hit.passage) == ("m6", "Shipment SHP-7777 was rerouted through Gdansk.")
+    assert archive.list("t1") == log
+    archive.put("t1", [HumanMessage("Gdansk is closed on Sundays.", id="m9")], reason="x")
+    assert ids(archive.search("t1", "Gdansk Sundays"))[:2] == ["m9", "m6"]
+    assert ids(archive.search("t2", "Gdansk Sundays")) == ["m6"]
+    assert ids(archive.search("t1", "Gdansk", namespace="sub")) == ["m6"]
+
+
 def test_sqlite_migration_cuts_rows_archived_before_passages(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/v4.db"
     migrate(url, directory=old_migrations(tmp_path, last=4))
@@ -461,16 +473,7 @@ def test_sqlite_migration_cuts_rows_archived_before_passages(tmp_path: Path) -> 
         (count,) = conn.execute("SELECT count(*) FROM lgctx_archive_passages").fetchone()
     assert count == 3 * sum(len(message_passages(m)) for m in log)
     with SQLiteArchive(str(tmp_path / "v4.db")) as archive:
-        hit = archive.search("t1", "Where was shipment SHP-7777 rerouted?")[0]
-        assert (hit.message_id, hit.passage) == (
-            "m6",
-            "Shipment SHP-7777 was rerouted through Gdansk.",
-        )
-        assert archive.list("t1") == log
-        archive.put("t1", [HumanMessage("Gdansk is closed on Sundays.", id="m9")], reason="x")
-        assert ids(archive.search("t1", "Gdansk Sundays"))[:2] == ["m9", "m6"]
-        assert ids(archive.search("t2", "Gdansk Sundays")) == ["m6"]
-        assert ids(archive.search("t1", "Gdansk", namespace="sub")) == ["m6"]
+        check_upgraded(archive, log)
 
 
 def insert_archived_rows(
@@ -500,16 +503,7 @@ def test_postgres_migration_cuts_rows_archived_before_passages(
         assert migrate(postgres_db).applied_now == (5,)
         (row,) = archive._read("SELECT count(*) AS n FROM lgctx_archive_passages", ())
         assert row["n"] == 3 * sum(len(message_passages(m)) for m in log)
-        hit = archive.search("t1", "Where was shipment SHP-7777 rerouted?")[0]
-        assert (hit.message_id, hit.passage) == (
-            "m6",
-            "Shipment SHP-7777 was rerouted through Gdansk.",
-        )
-        assert archive.list("t1") == log
-        archive.put("t1", [HumanMessage("Gdansk is closed on Sundays.", id="m9")], reason="x")
-        assert ids(archive.search("t1", "Gdansk Sundays"))[:2] == ["m9", "m6"]
-        assert ids(archive.search("t2", "Gdansk Sundays")) == ["m6"]
-        assert ids(archive.search("t1", "Gdansk", namespace="sub")) == ["m6"]
+        check_upgraded(archive, log)
         # The counts BM25 reads were backfilled with the rows, then kept by the triggers.
         scopes = archive._read(
             "SELECT docs FROM lgctx_search_scopes WHERE scope LIKE 'p%%' ORDER BY docs", ()

@@ -296,27 +296,27 @@ class LexicalIndex:
         sharing a term with the query are returned; an empty or stop-word-only
         query returns nothing.
         """
-        check_limit(limit)
-        wanted = query_terms(query)
-        with self._lock:
-            shard = self._shards.get(scope)
-            if shard is None or not wanted:
-                return []
-            found = shard.search(wanted, limit, weights or {}, owners=False)
-            return [(shard.keys[d], -score) for score, d in found]
+        shard, found = self._search(scope, query, limit, weights or {}, owners=False)
+        return [(shard.keys[d], -score) for score, d in found]
 
     def search_owners(self, scope: Hashable, query: str, *, limit: int = 10) -> Owned:
         """The ``limit`` best owners of ``scope`` (see :class:`Doc`), each ranked by its
         best doc: ``(owner, score, that doc's key)``, best first. Exact, by the same
         MaxScore as :meth:`search`, with the k-th score an owner's."""
+        shard, found = self._search(scope, query, limit, {}, owners=True)
+        return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
+
+    def _search(
+        self, scope: Hashable, query: str, limit: int, weights: Mapping[str, float], *, owners: bool
+    ) -> tuple[_Shard, list[tuple[float, int]]]:
         check_limit(limit)
         wanted = query_terms(query)
         with self._lock:
             shard = self._shards.get(scope)
             if shard is None or not wanted:
-                return []
-            found = shard.search(wanted, limit, {}, owners=True)
-            return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
+                return _Shard(), []
+            # Keys are read after the lock: a shard's lists only grow (compact keeps them).
+            return shard, shard.search(wanted, limit, weights, owners=owners)
 
     # A large scope takes milliseconds: off the event loop.
     asearch = in_thread(search)

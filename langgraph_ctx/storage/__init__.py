@@ -18,10 +18,10 @@ The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
 (``tests/test_storage_layers.py`` checks it):
 
-1. ``_redact``, ``_versions`` (what a migration is), ``hits``;
+1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``;
 2. ``urls``, ``_pgconn`` (PostgreSQL connections), ``_passages``;
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
-4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``;
+4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;
 6. ``postgres``, ``memory_index``;
 7. ``checkpointers``.

@@ -18,6 +18,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
+from langgraph_ctx.retrieval.text import terms
+from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage.hits import message_passages
 
 BATCH = 500
@@ -51,13 +53,20 @@ def first_of_each(messages: Sequence[BaseMessage], known: Iterable[str]) -> list
 
 _SQLITE_INSERT = (
     "INSERT OR IGNORE INTO lgctx_archive_passages"
-    " (thread_id, namespace, message_id, ordinal, body) VALUES (?, ?, ?, ?, ?)"
+    " (thread_id, namespace, message_id, ordinal, body, terms) VALUES (?, ?, ?, ?, ?, ?)"
 )
 
 
-def write_sqlite(cur: sqlite3.Cursor, rows: Sequence[PassageRow]) -> None:
+def sqlite_terms(thread_id: str, namespace: str, body: str) -> str:
+    """What SQLite indexes of a passage: its terms in order, repeats kept, cut at
+    apostrophes as FTS5 would, each prefixed by its scope (see migration 0005)."""
+    words = [part for term in terms(body) for part in term.split("'") if part]
+    return " ".join(_fts.scoped_terms(_fts.scope_token(thread_id, namespace), words))
+
+
+def write_sqlite(cur: sqlite3.Cursor | sqlite3.Connection, rows: Sequence[PassageRow]) -> None:
     """Write passage rows (in the caller's transaction)."""
-    cur.executemany(_SQLITE_INSERT, rows)
+    cur.executemany(_SQLITE_INSERT, [(*row, sqlite_terms(row[0], row[1], row[4])) for row in rows])
 
 
 def _cut(archived: Iterable[tuple[str, str, str, Any]]) -> list[PassageRow]:
@@ -75,8 +84,7 @@ def backfill_sqlite(conn: sqlite3.Connection) -> None:
         "SELECT thread_id, namespace, message_id, content_json FROM lgctx_archive ORDER BY id"
     )
     while batch := read.fetchmany(BATCH):
-        rows = _cut((t, ns, mid, json.loads(body)) for t, ns, mid, body in batch)
-        conn.executemany(_SQLITE_INSERT, rows)
+        write_sqlite(conn, _cut((t, ns, mid, json.loads(body)) for t, ns, mid, body in batch))
 
 
 # Each passage carries its message's position (a key lookup in the archive).

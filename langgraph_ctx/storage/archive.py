@@ -279,14 +279,14 @@ class SQLiteArchive(SQLiteTable):
         words = split_words(check_search(thread_id, query, limit))
         if not words:
             return []
-        scope = _fts.scope_token(thread_id, namespace)
+        scoped = _fts.scoped_terms(_fts.scope_token(thread_id, namespace), words)
         with self._lock:
             found, _ = _fts.search(
                 self._conn,
                 table="lgctx_archive_passages",
                 ranked=_RANKED,
-                scope=scope,
-                words=words,
+                scope=None,  # the terms carry it
+                words=scoped,
                 limit=limit,
             )
             got = self._conn.execute(
@@ -296,7 +296,7 @@ class SQLiteArchive(SQLiteTable):
                 (thread_id, namespace, json.dumps([mid for mid, *_ in found])),
             ).fetchall()
         by_id = {row[0]: row for row in got}
-        # The scope token selects the thread; the equality above is the guarantee.
+        # The scoped terms select the thread; the equality above is the guarantee.
         kept = [(by_id[mid], score, passage) for mid, score, passage in found if mid in by_id]
         messages = _decode([(row[4],) for row, _, _ in kept])
         return build_hits(

@@ -30,36 +30,37 @@ CREATE TABLE lgctx_archive_passages (
     namespace  TEXT    NOT NULL DEFAULT '',
     message_id TEXT    NOT NULL,
     ordinal    INTEGER NOT NULL,  -- the passage's place in its message, from 0
-    body       TEXT    NOT NULL,
-    -- hex of thread and namespace, as 0003's scope token: a search ANDs it with its terms.
-    scope      TEXT    GENERATED ALWAYS AS
-                   ('s' || lower(hex(thread_id)) || 'g' || lower(hex(namespace))) VIRTUAL,
+    body       TEXT    NOT NULL,  -- the passage, as a hit shows it
+    -- What is indexed: the passage's terms, each prefixed by its scope (hex of thread
+    -- and namespace, as 0003's scope token, then 'x'), written by the package.
+    terms      TEXT    NOT NULL,
     UNIQUE (thread_id, namespace, message_id, ordinal)
 );
 
--- unicode61 without diacritics removal, as 0003: words as terms() reads them.
+-- Why scoped terms rather than 0003's scope token ANDed with every search: bm25()
+-- counts the rows of every phrase of a query for its idf, and a scope token is in
+-- every row of its thread, so each search paid for reading the whole thread's list
+-- (15 ms at 300,000 passages). A scoped term's rows are its thread's rows only: a
+-- search reads the postings of its own thread's terms and nothing else, and the
+-- document frequencies are the thread's. unicode61 without diacritics removal, as
+-- 0003: the terms arrive as terms() reads them.
 CREATE VIRTUAL TABLE lgctx_archive_passages_fts USING fts5(
-    scope, body,
+    terms,
     content = 'lgctx_archive_passages', content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 0'
 );
 
--- The scope token only selects rows: it weighs nothing in the rank.
-INSERT INTO lgctx_archive_passages_fts (lgctx_archive_passages_fts, rank)
-VALUES ('rank', 'bm25(0.0, 1.0)');
-
--- Document frequencies per column, for the search's bounds (MaxScore).
+-- Document frequencies, for the search's bounds (MaxScore).
 CREATE VIRTUAL TABLE lgctx_archive_passages_vocab
 USING fts5vocab(lgctx_archive_passages_fts, 'col');
 
 CREATE TRIGGER lgctx_archive_passages_fts_insert AFTER INSERT ON lgctx_archive_passages BEGIN
-    INSERT INTO lgctx_archive_passages_fts (rowid, scope, body)
-    VALUES (NEW.id, NEW.scope, NEW.body);
+    INSERT INTO lgctx_archive_passages_fts (rowid, terms) VALUES (NEW.id, NEW.terms);
 END;
 
 CREATE TRIGGER lgctx_archive_passages_fts_delete AFTER DELETE ON lgctx_archive_passages BEGIN
-    INSERT INTO lgctx_archive_passages_fts (lgctx_archive_passages_fts, rowid, scope, body)
-    VALUES ('delete', OLD.id, OLD.scope, OLD.body);
+    INSERT INTO lgctx_archive_passages_fts (lgctx_archive_passages_fts, rowid, terms)
+    VALUES ('delete', OLD.id, OLD.terms);
 END;
 
 -- The archive is append-only; should a row be deleted all the same, its passages go too.
