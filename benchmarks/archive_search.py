@@ -340,15 +340,16 @@ def archive_rows(n: int, url: str | None, pool: list[BaseMessage], qs: list[str]
 
 TEXTBOOK = "PostgreSQL, textbook query (ts_rank_cd, all matches)"
 _TEXTBOOK = """
-SELECT message_id FROM lgctx_archive, websearch_to_tsquery('simple', %(q)s) AS q
+SELECT message_id FROM lgctx_archive_passages, websearch_to_tsquery('simple', %(q)s) AS q
 WHERE thread_id = %(thread)s AND namespace = '' AND search @@ q
-ORDER BY ts_rank_cd(search, q) DESC LIMIT %(limit)s
+GROUP BY message_id ORDER BY max(ts_rank_cd(search, q)) DESC LIMIT %(limit)s
 """
 
 
 def textbook(archive: PostgresArchive, thread: str) -> Callable[[str], list[int]]:
     """The query the PostgreSQL docs suggest, on the same index, for comparison: the
-    question's terms OR-ed, every matching row ranked by ts_rank_cd (which has no idf)."""
+    question's terms OR-ed, every matching passage ranked by ts_rank_cd (which has no
+    idf), each message by its best."""
 
     def search(q: str) -> list[int]:
         words = " or ".join(split_words(query_terms(q)))

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.retrieval.index import Doc, LexicalIndex
 from langgraph_ctx.retrieval.text import terms
 from langgraph_ctx.storage.archive import (
     InMemoryArchive,
@@ -32,6 +33,7 @@ from langgraph_ctx.storage.archive import (
     SQLiteArchive,
     searchable_text,
 )
+from langgraph_ctx.storage.hits import message_passages
 from langgraph_ctx.storage.migrations import migrate
 from langgraph_ctx.storage.postgres import PostgresArchive
 
@@ -106,14 +108,19 @@ def test_a_natural_question_finds_the_message_that_answers_it(archive: MessageAr
 
 @pytest.mark.parametrize(
     ("query", "first"),
-    [("INV-0007", "m2"), ("call_0", "m2"), ("track_shipment eta", "m2"), ("Rotterdam", "m3")],
+    [
+        ("INV-0007", ["m2"]),
+        ("call_0", ["m2", "m3"]),  # the call and its result: a passage each names it
+        ("track_shipment eta", ["m2"]),
+        ("Rotterdam", ["m3"]),
+    ],
 )
 def test_identifiers_tool_names_and_arguments_are_findable(
-    archive: MessageArchive, query: str, first: str
+    archive: MessageArchive, query: str, first: list[str]
 ) -> None:
     archive.put("t1", shipment_log(), reason="compressed")
     hits = archive.search("t1", query)
-    assert hits and hits[0].message_id == first, (query, ids(hits))
+    assert sorted(ids(hits)[: len(first)]) == first, (query, ids(hits))
 
 
 def test_hits_say_what_they_were_and_when(archive: MessageArchive) -> None:
@@ -212,7 +219,9 @@ SCOPES = [("t1", ""), ("t1", "sub"), ("t2", ""), ("t2", "sub"), ("t3", "deep")]
 
 @st.composite
 def scoped_contents(draw: st.DrawFn) -> dict[tuple[str, str], list[str]]:
-    text = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5).map(" ".join)
+    # One to three passages a text (lines and sentences), so a leak of a passage shows too.
+    passage = st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=5).map(" ".join)
+    text = st.lists(passage, min_size=1, max_size=3).map(lambda ps: ".\n".join(ps) + ".")
     return {
         scope: draw(st.lists(text, max_size=6))
         for scope in draw(st.lists(st.sampled_from(SCOPES), min_size=1, max_size=5, unique=True))
@@ -231,6 +240,9 @@ def check_scoped_search(
         texts = contents.get((thread, ns), [])
         hits = archive.search(prefix + thread, query, limit=50, namespace=ns)
         assert all(h.text == texts[int(h.message_id[1:])] for h in hits)
+        assert all(h.passage in message_passages(h.message) for h in hits)
+        # The passage shown is one that matched, in this scope's own text.
+        assert all(wanted & set(terms(h.passage)) for h in hits)
         expected = {f"m{i}" for i, t in enumerate(texts) if wanted & set(terms(t))}
         assert set(ids(hits)) == expected, (thread, ns, query)
 
@@ -324,34 +336,45 @@ def drift_cases() -> list[BaseMessage]:
     ]
 
 
-def test_sqlite_indexes_the_words_of_searchable_text(tmp_path: Path) -> None:
+def check_passages(message: BaseMessage, passages: list[str]) -> None:
+    assert passages == message_passages(message), message.id
+    joined = Counter(t for p in passages for t in terms(p))
+    assert joined == Counter(terms(searchable_text(message))), message.id
+
+
+def test_sqlite_indexes_the_passages_of_searchable_text(tmp_path: Path) -> None:
     with SQLiteArchive(str(tmp_path / "a.db")) as archive:
         archive.put("t", drift_cases(), reason="x")
     with closing(sqlite3.connect(tmp_path / "a.db")) as conn:
-        bodies = [b for (b,) in conn.execute("SELECT body FROM lgctx_archive_text ORDER BY id")]
-    for message, body in zip(drift_cases(), bodies, strict=True):
-        assert Counter(terms(body)) == Counter(terms(searchable_text(message))), message.id
+        rows = conn.execute(
+            "SELECT message_id, body FROM lgctx_archive_passages ORDER BY message_id, ordinal"
+        ).fetchall()
+    for message in drift_cases():
+        check_passages(message, [body for mid, body in rows if mid == message.id])
 
 
-def test_postgres_indexes_the_words_of_searchable_text(postgres_db: str) -> None:
+def test_postgres_indexes_the_passages_of_searchable_text(postgres_db: str) -> None:
     migrate(postgres_db)
     with PostgresArchive(postgres_db) as archive:
         archive.put("t", drift_cases(), reason="x")
         rows = archive._read(
-            "SELECT lgctx_message_text(content) AS body FROM lgctx_archive ORDER BY position", ()
+            "SELECT message_id, body FROM lgctx_archive_passages WHERE thread_id = 't'"
+            " ORDER BY message_id, ordinal",
+            (),
         )
-    for message, row in zip(drift_cases(), rows, strict=True):
-        assert Counter(terms(row["body"])) == Counter(terms(searchable_text(message))), message.id
+    for message in drift_cases():
+        check_passages(message, [r["body"] for r in rows if r["message_id"] == message.id])
 
 
 # -- rows archived before the search migration ------------------------------------------------
 
 
-def old_migrations(tmp_path: Path) -> Path:
-    directory = tmp_path / "old-sql"
+def old_migrations(tmp_path: Path, last: int = 2) -> Path:
+    directory = tmp_path / f"old-sql-{last}"
     directory.mkdir()
-    for path in SQL.glob("000[12]_*.sql"):
-        shutil.copy(path, directory / path.name)
+    for path in SQL.glob("000[1-9]_*.sql"):
+        if int(path.name[:4]) <= last:
+            shutil.copy(path, directory / path.name)
     return directory
 
 
@@ -369,7 +392,7 @@ def test_sqlite_migration_indexes_rows_archived_before_it(tmp_path: Path) -> Non
                 for i, (m, d) in enumerate(zip(log, messages_to_dict(log), strict=True))
             ],
         )
-    assert migrate(url).applied_now == (3, 4)
+    assert migrate(url).applied_now == (3, 4, 5)
     with SQLiteArchive(str(tmp_path / "old.db")) as archive:
         assert ids(archive.search("t1", "What was the vessel for SHP-0042?"))[0] == "m3"
         assert archive.list("t1") == log
@@ -384,14 +407,134 @@ def test_postgres_migration_indexes_rows_archived_before_it(
 ) -> None:
     migrate(postgres_db, directory=old_migrations(tmp_path))
     with PostgresArchive(postgres_db) as archive:
-        archive.put("t1", shipment_log(), reason="compressed")  # the 0002 schema takes it
-        archive.put("t2", shipment_log()[:2], reason="compressed")
-        assert migrate(postgres_db).applied_now == (3, 4)
+        insert_archived_rows(archive, shipment_log(), [("t1", "")])  # into the 0002 schema
+        insert_archived_rows(archive, shipment_log()[:2], [("t2", "")])
+        assert migrate(postgres_db).applied_now == (3, 4, 5)
         assert ids(archive.search("t1", "What was the vessel for SHP-0042?"))[0] == "m3"
         assert ids(archive.search("t2", "vessel SHP-0042")) == ["m2"]
         archive.put("t1", [HumanMessage("a new vessel note", id="m9")], reason="x")
         assert ids(archive.search("t1", "note")) == ["m9"]
         counts = archive._read(
             "SELECT docs FROM lgctx_search_scopes ORDER BY docs", ()
-        )  # backfilled, then kept by the trigger
-        assert [r["docs"] for r in counts] == [2, 7]
+        )  # passages backfilled, then kept by the trigger
+        per_message = [len(message_passages(m)) for m in shipment_log()]
+        assert [r["docs"] for r in counts] == [sum(per_message[:2]), sum(per_message) + 1]
+
+
+# -- an archive made before passages (0004) ----------------------------------------------------
+
+
+def long_report(fact: str, lines: int = 60) -> str:
+    """A long tool result of lookalike lines, one of which holds ``fact``."""
+    rows = [f"Vessel report {i}: shipment SHP-{i:04d} left port on schedule." for i in range(lines)]
+    rows[lines // 2] = fact
+    return "\n".join(rows)
+
+
+def pre_passage_log() -> list[BaseMessage]:
+    return [
+        *shipment_log(),
+        ToolMessage(
+            long_report("Shipment SHP-7777 was rerouted through Gdansk."),
+            tool_call_id="call_1",
+            id="m6",
+        ),
+    ]
+
+
+def check_upgraded(archive: MessageArchive, log: list[BaseMessage]) -> None:
+    """The rows archived before passages, in t1, t1/sub and t2, are found by passage;
+    a new write is indexed in its own scope only."""
+    hit = archive.search("t1", "Where was shipment SHP-7777 rerouted?")[0]
+    assert (hit.message_id, hit.passage) == ("m6", "Shipment SHP-7777 was rerouted through Gdansk.")
+    assert archive.list("t1") == log
+    archive.put("t1", [HumanMessage("Gdansk is closed on Sundays.", id="m9")], reason="x")
+    assert ids(archive.search("t1", "Gdansk Sundays"))[:2] == ["m9", "m6"]
+    assert ids(archive.search("t2", "Gdansk Sundays")) == ["m6"]
+    assert ids(archive.search("t1", "Gdansk", namespace="sub")) == ["m6"]
+
+
+def test_sqlite_migration_cuts_rows_archived_before_passages(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/v4.db"
+    migrate(url, directory=old_migrations(tmp_path, last=4))
+    log = pre_passage_log()
+    with closing(sqlite3.connect(tmp_path / "v4.db")) as conn, conn:
+        conn.executemany(
+            "INSERT INTO lgctx_archive (thread_id, namespace, message_id, position, role,"
+            " content_json, tokens, archived_at, reason) VALUES (?, ?, ?, ?, ?, ?, 1, 0, 'x')",
+            [
+                (thread, ns, m.id, i, m.type, json.dumps(d))
+                for thread, ns in (("t1", ""), ("t1", "sub"), ("t2", ""))
+                for i, (m, d) in enumerate(zip(log, messages_to_dict(log), strict=True))
+            ],
+        )
+    assert migrate(url).applied_now == (5,)
+    with closing(sqlite3.connect(tmp_path / "v4.db")) as conn:
+        (count,) = conn.execute("SELECT count(*) FROM lgctx_archive_passages").fetchone()
+    assert count == 3 * sum(len(message_passages(m)) for m in log)
+    with SQLiteArchive(str(tmp_path / "v4.db")) as archive:
+        check_upgraded(archive, log)
+
+
+def insert_archived_rows(
+    archive: PostgresArchive, log: list[BaseMessage], scopes: list[tuple[str, str]]
+) -> None:
+    """Rows as an older package archived them: into lgctx_archive alone."""
+    rows = [
+        (thread, ns, m.id, m.type, json.dumps(d), 1, "x")
+        for thread, ns in scopes
+        for m, d in zip(log, messages_to_dict(log), strict=True)
+    ]
+    archive._write(
+        "INSERT INTO lgctx_archive (thread_id, namespace, message_id, role, content, tokens,"
+        " reason) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[],"
+        " %s::jsonb[], %s::integer[], %s::text[])",
+        tuple(list(column) for column in zip(*rows, strict=True)),
+    )
+
+
+def test_postgres_migration_cuts_rows_archived_before_passages(
+    postgres_db: str, tmp_path: Path
+) -> None:
+    migrate(postgres_db, directory=old_migrations(tmp_path, last=4))
+    log = pre_passage_log()
+    with PostgresArchive(postgres_db) as archive:
+        insert_archived_rows(archive, log, [("t1", ""), ("t1", "sub"), ("t2", "")])
+        assert migrate(postgres_db).applied_now == (5,)
+        (row,) = archive._read("SELECT count(*) AS n FROM lgctx_archive_passages", ())
+        assert row["n"] == 3 * sum(len(message_passages(m)) for m in log)
+        check_upgraded(archive, log)
+        # The counts BM25 reads were backfilled with the rows, then kept by the triggers.
+        scopes = archive._read(
+            "SELECT docs FROM lgctx_search_scopes WHERE scope LIKE 'p%%' ORDER BY docs", ()
+        )
+        per_copy = sum(len(message_passages(m)) for m in log)
+        assert [r["docs"] for r in scopes] == [per_copy, per_copy, per_copy + 1]
+        gone = archive._read(
+            "SELECT count(*) AS n FROM lgctx_search_scopes WHERE scope LIKE 'a%%'", ()
+        )
+        assert gone[0]["n"] == 0  # the message-level index's counts went with it
+
+
+# -- a message found by its best passage --------------------------------------------------------
+
+
+def test_a_fact_in_one_passage_of_a_long_message_beats_lookalikes(archive: MessageArchive) -> None:
+    # Earlier questions share every word of the question; the answer is one line of a long
+    # report. Ranked whole, the report's match is spread over its length and it falls
+    # below every lookalike; ranked by its best passage, it comes first.
+    question = "Where was shipment SHP-7777 rerouted?"
+    lookalikes = [
+        HumanMessage(f"Where was shipment SHP-7777 rerouted, asked customer {i}?", id=f"q{i}")
+        for i in range(300)
+    ]
+    fact = "Shipment SHP-7777 was rerouted through Gdansk."
+    report = ToolMessage(long_report(fact), tool_call_id="call_1", id="report")
+    messages: list[BaseMessage] = [*lookalikes[:150], report, *lookalikes[150:]]
+    whole = LexicalIndex()
+    whole.add("t", [Doc(str(m.id), searchable_text(m)) for m in messages])
+    assert "report" not in [key for key, _ in whole.search("t", question, limit=50)]
+    archive.put("t", messages, reason="compressed")
+    hits = archive.search("t", question, limit=5)
+    assert hits[0].message_id == "report" and hits[0].passage == fact
+    assert hits[0].score == 1.0 and len({h.message_id for h in hits}) == 5

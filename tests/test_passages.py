@@ -75,3 +75,15 @@ def test_a_passage_that_names_the_thing_asked_about_comes_first() -> None:
     assert named.order()[0] == 1  # the name whole, not its words apart
     assert PassageRanking(question, texts, names=["nakamura   supply"]).order()[0] == 1
     assert PassageRanking(question, texts, names=["Nakamura Sup"]).order() == words_only.order()
+
+
+def test_a_snippet_leads_with_the_passage_the_search_matched() -> None:
+    # Ranked among the candidates alone, the freight rows come first; the archive's search
+    # matched the message by its booking row (over the whole thread), and that row leads.
+    counter = TokenCounter()
+    text = rows(11)
+    booking = text.splitlines()[11]
+    plain = PassageRanking("freight schedule", [text])
+    assert "BKG-556383" not in excerpt(text, plain.scored(0), plain.weights, 40, counter)
+    shown = excerpt(text, plain.scored(0), plain.weights, 40, counter, first=booking)
+    assert shown.startswith(booking) and counter.count_text(shown) <= 40

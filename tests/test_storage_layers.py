@@ -6,10 +6,10 @@ import grimp
 
 # Bottom first, as the storage package's docstring lists them.
 LAYERS = [
-    {"_redact", "_versions"},
-    {"urls", "_pgconn"},
+    {"_redact", "_versions", "hits", "_fts"},
+    {"urls", "_pgconn", "_passages"},
     {"_sqlite_migrations", "_pg_migrations"},
-    {"_base", "migrations", "_fts", "_pgsearch", "hits"},
+    {"_base", "migrations", "_pgsearch"},
     {"archive", "events", "locks", "_pgtable"},
     {"postgres", "memory_index"},
     {"checkpointers"},

@@ -1,8 +1,9 @@
 """What recall shows of an archived original: its passages that match, and where it was.
 
 An archived message can be a 3,000-token tool result of which one line answers
-the question. Recall shows that line (its passages that score best for the
-query, in their order, within a token cap: see
+the question. Recall shows that line (the passage the archive's index ranked it
+by, then its passages that score best for the query, in their order, within a
+token cap: see
 :mod:`~langgraph_ctx.retrieval.passages`), the message id (which ``glimpse``
 takes to get the whole of it back) and the summary that replaced it.
 """
@@ -44,7 +45,7 @@ def archived_line(
 ) -> str:
     """One line of the recall block for ``hit``, text ``i`` of ``ranking``, its text
     within ``cap`` tokens."""
-    text = excerpt(hit.text, ranking.scored(i), ranking.weights, cap, counter)
+    text = excerpt(hit.text, ranking.scored(i), ranking.weights, cap, counter, first=hit.passage)
     return f"- [archived {hit.message_id}; {where(hit)}] {text}"
 
 
@@ -54,15 +55,19 @@ def excerpt(
     wanted: Collection[str],
     cap: int,
     counter: TokenCounter,
+    *,
+    first: str = "",
 ) -> str:
     """``text`` on one line if it fits ``cap`` tokens, else its best ``passages`` (each
-    with its score), in their order, as many as fit; if the best alone does not fit,
-    its stretch around the first of the ``wanted`` terms."""
+    with its score), in their order, as many as fit, the passage ``first`` (the one the
+    search matched) before all; if the best alone does not fit, its stretch around the
+    first of the ``wanted`` terms."""
     flat = one_line(text)
     if counter.count_text(flat) <= cap:
         return flat
     parts = [one_line(s) for s, _ in passages]
-    rank = sorted(range(len(parts)), key=lambda i: (-passages[i][1], i))
+    lead = one_line(first)
+    rank = sorted(range(len(parts)), key=lambda i: (parts[i] != lead, -passages[i][1], i))
     chosen: list[int] = []
     used = 0
     for i in rank:

@@ -11,12 +11,13 @@ re-measured it), so it must run after :class:`PreflightCheck`. Per call:
    goes on without recall. The archive needs no scope (it is the thread's own);
    memories do, and a call without one says so (``recall_scope``, once a session);
 3. drop archived hits still in the active history, re-rank the rest by their best
-   passage (the index scores whole messages, and a long tool result's one
-   answering line drowns in its length: :mod:`~langgraph_ctx.retrieval.passages`;
-   over-fetched for both), then include, best score first, each snippet that
-   still fits the auxiliary tokens pre-flight left, and never past the red line:
-   an archived original as its best passages with its message id and the summary
-   that covers it (``glimpse`` gets the whole of it), a memory as its text;
+   passage among the candidates and the names asked about
+   (:mod:`~langgraph_ctx.retrieval.passages`; the archive found them by their
+   best passage in the whole thread; over-fetched for both), then include, best
+   score first, each snippet that still fits the auxiliary tokens pre-flight
+   left, and never past the red line: an archived original as the passage its
+   search matched and its next best, with its message id and the summary that
+   covers it (``glimpse`` gets the whole of it), a memory as its text;
 4. inject them as ONE ephemeral system message, after the leading system
    messages and summaries: the model sees it, the checkpoint never does (and
    :class:`~langgraph_ctx.middleware.ProviderPlacement` moves it after the

@@ -23,6 +23,7 @@ from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import NamedTuple, Protocol
 
 from langgraph_ctx._workers import in_thread
@@ -36,11 +37,14 @@ MAX_QUERY_TERMS = 64
 
 
 class Doc(NamedTuple):
-    """One text to index under ``key``; ``group`` selects its weight at search time."""
+    """One text to index under ``key``; ``group`` selects its weight at search time;
+    ``owner`` is what :meth:`LexicalIndex.search_owners` ranks it under (a passage's
+    message), the key itself when empty."""
 
     key: str
     text: str
     group: str = ""
+    owner: str = ""
 
 
 # The shapes of a text index's calls: a store namespace, group weights, and the
@@ -48,6 +52,7 @@ class Doc(NamedTuple):
 Namespace = tuple[str, ...]
 Weights = Mapping[str, float] | None
 Ranked = list[tuple[str, float]]
+Owned = list[tuple[str, float, str]]
 
 
 class TextIndex(Protocol):
@@ -92,6 +97,7 @@ class _Shard:
 
     def __init__(self) -> None:
         self.keys: list[str] = []
+        self.owners: list[str] = []
         self.groups: list[str] = []
         self.lengths = array("q")
         self.signatures: list[int] = []
@@ -119,6 +125,7 @@ class _Shard:
             counts = Counter(terms(doc.text))
             number = len(self.keys)
             self.keys.append(doc.key)
+            self.owners.append(doc.owner or doc.key)
             self.groups.append(doc.group)
             self.signatures.append(signature)
             self.doc_terms.append(tuple(counts))
@@ -162,12 +169,16 @@ class _Shard:
         self.dead = 0
 
     def search(
-        self, query: Sequence[str], limit: int, weights: Mapping[str, float]
-    ) -> list[tuple[str, float]]:
+        self, query: Sequence[str], limit: int, weights: Mapping[str, float], *, owners: bool
+    ) -> list[tuple[float, int]]:
+        """The best ``limit`` ``(-score, doc)``, best first; with ``owners``, each owner's
+        best doc only (so the k-th score, and what can still beat it, is an owner's)."""
         if not self.live:
             return []
         n, avg = self.live, (self.tokens / self.live) or 1.0
         groups = self.groups
+        top = partial(best, owners=self.owners if owners else None)
+        get_weight = weights.get
 
         # Strongest term first; rest[i]: the most terms i.. can add to any doc's score.
         found = sorted(((idf(n, df), t) for t in query if (df := self.df(t)) > 0), reverse=True)
@@ -183,8 +194,15 @@ class _Shard:
         for i, (term_idf, term) in enumerate(found):
             docs, tfs = self.postings[term]
             if not probing and len(acc) >= limit:
-                kth = -heapq.nsmallest(limit, ranked(acc, groups, weights))[-1][0]
-                probing = kth > rest[i]
+                kept = top(ranked(acc, groups, weights), limit)
+                kth = -kept[-1][0]
+                probing = len(kept) >= limit and kth > rest[i]
+                if probing:  # and a doc found that cannot reach the k-th score is dropped
+                    acc = {
+                        d: score
+                        for d, score in acc.items()
+                        if score * get_weight(groups[d], 1.0) + rest[i] >= kth
+                    }
             if probing:  # no new doc can reach the top k: only finish the ones found
                 for d in acc:
                     j = bisect_left(docs, d)
@@ -197,10 +215,28 @@ class _Shard:
                 length = lengths[d]
                 if length >= 0:
                     acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
-        return [
-            (self.keys[d], -score)
-            for score, d in heapq.nsmallest(limit, ranked(acc, groups, weights))
-        ]
+        return top(ranked(acc, groups, weights), limit)
+
+
+def best(
+    scored: list[tuple[float, int]], limit: int, *, owners: Sequence[str] | None
+) -> list[tuple[float, int]]:
+    """The ``limit`` smallest of ``scored`` (``(-score, doc)``: the best); with ``owners``,
+    only each owner's best doc competes."""
+    if owners is None:
+        return heapq.nsmallest(limit, scored)
+    # The best docs in order name their owners' best scores: a few times ``limit`` of
+    # them usually name ``limit`` owners, and all of them always do.
+    take = 4 * limit
+    while True:
+        first: dict[str, tuple[float, int]] = {}
+        for entry in heapq.nsmallest(take, scored):
+            first.setdefault(owners[entry[1]], entry)
+            if len(first) == limit:
+                return list(first.values())
+        if take >= len(scored):
+            return list(first.values())
+        take *= 4
 
 
 def ranked(
@@ -260,13 +296,27 @@ class LexicalIndex:
         sharing a term with the query are returned; an empty or stop-word-only
         query returns nothing.
         """
+        shard, found = self._search(scope, query, limit, weights or {}, owners=False)
+        return [(shard.keys[d], -score) for score, d in found]
+
+    def search_owners(self, scope: Hashable, query: str, *, limit: int = 10) -> Owned:
+        """The ``limit`` best owners of ``scope`` (see :class:`Doc`), each ranked by its
+        best doc: ``(owner, score, that doc's key)``, best first. Exact, by the same
+        MaxScore as :meth:`search`, with the k-th score an owner's."""
+        shard, found = self._search(scope, query, limit, {}, owners=True)
+        return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
+
+    def _search(
+        self, scope: Hashable, query: str, limit: int, weights: Mapping[str, float], *, owners: bool
+    ) -> tuple[_Shard, list[tuple[float, int]]]:
         check_limit(limit)
         wanted = query_terms(query)
         with self._lock:
             shard = self._shards.get(scope)
             if shard is None or not wanted:
-                return []
-            return shard.search(wanted, limit, weights or {})
+                return _Shard(), []
+            # Keys are read after the lock: a shard's lists only grow (compact keeps them).
+            return shard, shard.search(wanted, limit, weights, owners=owners)
 
     # A large scope takes milliseconds: off the event loop.
     asearch = in_thread(search)

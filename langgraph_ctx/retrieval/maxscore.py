@@ -106,8 +106,12 @@ class MaxScorePlan(Generic[K]):
         return end
 
     def add(self, scored: Iterable[tuple[K, float]]) -> None:
+        """Take a round's ``(key, score)``; a key met again keeps its best score (a
+        message ranked by its best passage may have passages in several rounds)."""
+        scores = self._scores
         for key, score in scored:
-            self._scores.setdefault(key, score)
+            if key not in scores or score > scores[key]:
+                scores[key] = score
 
     def best(self) -> list[tuple[K, float]]:
         """The top ``limit`` ``(key, score)`` found, best first (ties: the first found)."""

@@ -1,13 +1,14 @@
-"""Long texts ranked by their best passage: how recall orders archived originals.
+"""Long texts ranked by their best passage: how archives and recall order originals.
 
-An archive's index scores whole messages. BM25's length normalization, right for
-texts about one thing, sinks a 3,000-token tool result whose one line answers the
-question below a two-line message that only shares the question's wording: that
-line's match is spread over the whole result. So recall asks the index for more
-candidates than it shows and orders them here by their best passage (a sentence;
-a line break always ends one, so a log line or a JSON row is one), each passage
-scored by BM25 against the passages of all the candidates (the "MaxP" of passage
-retrieval). The same scores choose the passages a snippet shows.
+BM25's length normalization, right for texts about one thing, sinks a
+3,000-token tool result whose one line answers the question below a two-line
+message that only shares the question's wording: that line's match is spread
+over the whole result. So every archive indexes passages (a sentence; a line
+break always ends one, so a log line or a JSON row is one: :func:`passage_texts`)
+and ranks a message by its best passage among all the thread's (the "MaxP" of
+passage retrieval). Recall then re-orders the candidates a search returns here
+(:class:`PassageRanking`), each passage scored by BM25 against the passages of
+all the candidates, and the same scores choose the passages a snippet shows.
 
 The passages of the candidates are the corpus, not the whole archive: every
 backend can give the candidates, and among them a query term found in every
@@ -32,7 +33,7 @@ from typing import NamedTuple
 from langgraph_ctx.retrieval.index import query_terms
 from langgraph_ctx.retrieval.text import K1, idf, sentences, terms, tf_weight
 
-__all__ = ["Passage", "PassageRanking", "passages"]
+__all__ = ["Passage", "PassageRanking", "passage_texts", "passages"]
 
 
 class Passage(NamedTuple):
@@ -43,12 +44,18 @@ class Passage(NamedTuple):
     length: int
 
 
+def passage_texts(text: str) -> list[str]:
+    """The passages of ``text``, in order: its sentences, a line break always ending
+    one. What the archives index (a row per passage) and what recall ranks."""
+    return sentences(text)
+
+
 @lru_cache(maxsize=1_024)
 def passages(text: str) -> tuple[Passage, ...]:
     """The passages of ``text``, in order. Cached: an archived original never
     changes, and the same ones come back turn after turn."""
     out = []
-    for sentence in sentences(text):
+    for sentence in passage_texts(text):
         counts = Counter(terms(sentence))
         out.append(Passage(sentence, counts, sum(counts.values())))
     return tuple(out)

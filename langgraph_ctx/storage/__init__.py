@@ -4,7 +4,8 @@
 - ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
   and async, and the archive;
 - ``archive``: the archive of original messages (in memory, SQLite), searchable
-  (``hits``: what a search returns and what it indexes);
+  (``hits``: what a search returns and what it indexes; ``_passages``: the
+  passage rows the SQL archives write, and their backfill on migrate);
 - ``events``: the context event log in SQLite;
 - ``postgres``: the archive and event log in PostgreSQL (``_pgtable`` below it);
 - ``memory_index``: lexical indexes of long-term memories in SQLite and PostgreSQL;
@@ -17,10 +18,10 @@ The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
 (``tests/test_storage_layers.py`` checks it):
 
-1. ``_redact``, ``_versions`` (what a migration is);
-2. ``urls``, ``_pgconn`` (PostgreSQL connections);
+1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``;
+2. ``urls``, ``_pgconn`` (PostgreSQL connections), ``_passages``;
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
-4. ``_base`` (what stores share), ``migrations``, ``_fts``, ``_pgsearch``, ``hits``;
+4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;
 6. ``postgres``, ``memory_index``;
 7. ``checkpointers``.

@@ -1,4 +1,4 @@
-"""Search over an FTS5 index of the package's (migration 0003): MaxScore rounds on bm25().
+"""Search over an FTS5 index of the package's (migrations 0004, 0005): MaxScore rounds on bm25().
 
 An FTS5 query that ORs a question's terms ranks every row holding any of them,
 and most rows hold a common word: ranking is then a scan. FTS5's ``bm25()``
@@ -16,6 +16,11 @@ round's own terms::
 
 The last clause always matches (the scope token is in every row of the scope),
 so it selects nothing, but it puts the common terms' hits into ``bm25()``.
+
+The archive's passages (migration 0005) have no scope token: each term carries
+its scope (:func:`scoped_terms`), because bm25() counts a scope token's rows, the
+whole thread, in every statement. Their rounds match the round's terms alone, so
+a term too common for :data:`BUDGET` weighs nothing there, as a stop word.
 """
 
 from __future__ import annotations
@@ -39,18 +44,27 @@ def scope_token(*labels: str) -> str:
     return "s" + "g".join(label.encode("utf-8").hex() for label in labels)
 
 
+def scoped_terms(scope: str, words: Sequence[str]) -> list[str]:
+    """``words`` as the archive's passages index them: each prefixed by its ``scope``
+    token and ``x`` (neither hex nor ``g``, so a term cannot pass for a scope)."""
+    return [f"{scope}x{w}" for w in words]
+
+
 def fts_idf(rows: int, df: int) -> float:
     """FTS5's bm25() idf: ``log((N - df + 0.5) / (df + 0.5))``, floored at 1e-6."""
     value = math.log((rows - df + 0.5) / (df + 0.5))
     return value if value > 0 else MIN_IDF
 
 
-def _any(words: Sequence[str]) -> str:
-    return "body:(" + " OR ".join(f'"{w}"' for w in words) + ")"
+def _any(column: str, words: Sequence[str]) -> str:
+    return f"{column}:(" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
-# Each indexed table's fts5vocab table (sql/0003, sql/0004).
-_VOCAB = {"lgctx_archive": "lgctx_archive_vocab", "lgctx_memory_index": "lgctx_memory_vocab"}
+# Each indexed table's fts5vocab table (of type ``col``) and indexed column.
+_VOCAB = {
+    "lgctx_archive_passages": ("lgctx_archive_passages_vocab", "terms"),  # sql/0005
+    "lgctx_memory_index": ("lgctx_memory_vocab", "body"),  # sql/0004
+}
 
 
 def search(
@@ -58,44 +72,54 @@ def search(
     *,
     table: str,
     ranked: str,
-    scope: str,
+    scope: str | None,
     words: Sequence[str],
     limit: int,
     weight: float = 1.0,
     params: Mapping[str, Any] | None = None,
-) -> tuple[list[tuple[int, float]], MaxScorePlan[int]]:
-    """The best ``limit`` (rowid, score) of ``scope`` for ``words``, and the plan that ran.
+) -> tuple[list[tuple[Any, ...]], MaxScorePlan[Any]]:
+    """The best ``limit`` rows ``ranked`` gave for ``scope`` and ``words`` (one per key,
+    its best), and the plan that ran.
 
-    ``table``: the indexed table (a key of ``_VOCAB``, its ``fts5vocab`` table of
-    type ``col``, from the migrations). ``ranked``: a query
+    ``table``: the indexed table (a key of ``_VOCAB``, from the migrations).
+    ``scope``: the scope token ANDed with each round, or ``None`` when ``words`` carry
+    their scope (:func:`scoped_terms`). ``ranked``: a query
     taking ``:match`` (the expression), ``:limit`` and ``params``, returning
-    (rowid, score) best first. ``weight``: the largest factor ``ranked``
+    (key, score, anything else) best first, a key at most once: a rowid, or a
+    message id whose passages it groups. ``weight``: the largest factor ``ranked``
     multiplies a bm25() score by.
     """
     # An upper bound of the row count (ids only grow; bounds stay bounds when it is
     # too high): cheaper than count(*).
     (rows,) = conn.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()
-    vocab = _VOCAB[table]
+    vocab, column = _VOCAB[table]
     marks = ", ".join("?" * len(words))
     df = dict(
         conn.execute(
-            f"SELECT term, doc FROM {vocab} WHERE col = 'body' AND term IN ({marks})", words
+            f"SELECT term, doc FROM {vocab} WHERE col = ? AND term IN ({marks})", (column, *words)
         ).fetchall()
     )
     present = [w for w in words if df.get(w)]
-    plan: MaxScorePlan[int] = MaxScorePlan(
+    plan: MaxScorePlan[Any] = MaxScorePlan(
         {w: bound(fts_idf(rows, df[w]), weight) for w in present},
         limit,
         sizes=df,
         budget=BUDGET,
         greedy=True,
     )
-    token = f'scope:"{scope}"'
+    token = None if scope is None else f'scope:"{scope}"'
+    best: dict[Any, tuple[Any, ...]] = {}
     while (step := plan.next_round()) is not None:
         new, done = step
         later = [w for w in present if w not in new and w not in done]
-        match = f"{token} AND ({_any(new)}" + (f" NOT {_any(done)})" if done else ")")
-        if later:
-            match += f" AND ({_any(later)} OR {token})"
-        plan.add(conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}))
-    return plan.best(), plan
+        match = f"({_any(column, new)}" + (f" NOT {_any(column, done)})" if done else ")")
+        if token is not None:
+            match = f"{token} AND {match}"
+            if later:
+                match += f" AND ({_any(column, later)} OR {token})"
+        rows = conn.execute(ranked, {**(params or {}), "match": match, "limit": limit}).fetchall()
+        for row in rows:  # a key again, in a later round: its better row stays
+            if row[0] not in best or row[1] > best[row[0]][1]:
+                best[row[0]] = row
+        plan.add((row[0], row[1]) for row in rows)
+    return [best[key] for key, _ in plan.best()], plan

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.storage import _pgconn as pgconn
 from langgraph_ctx.storage import _versions as versions
+from langgraph_ctx.storage._passages import STEPS
 from langgraph_ctx.storage.urls import DatabaseURL
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ def migrate_postgres(
                     continue
                 with conn.transaction():
                     conn.execute(m.sql.encode("utf-8"))
+                    step = STEPS["postgres"].get(m.label)
+                    if step is not None:  # what SQL cannot do, in the same transaction
+                        step(conn)
                     conn.execute(
                         "INSERT INTO lgctx_schema_versions (version, name, checksum)"
                         " VALUES (%s, %s, %s)",

@@ -1,4 +1,4 @@
-"""Search over the package's PostgreSQL full-text index (migration 0003): BM25 by MaxScore.
+"""Search over the package's PostgreSQL full-text indexes (migrations 0003-0005): BM25 by MaxScore.
 
 A search is a generator of queries (sans I/O): it yields ``(sql, params)``,
 receives the rows, and returns the ranked keys, so that one function serves
@@ -8,7 +8,8 @@ the sync and the async pools (:func:`run`, :func:`arun`). Its queries:
    in the scope and the scope's size (``lgctx_search_terms``/``_scopes``);
 2. rounds of :class:`~langgraph_ctx.retrieval.index.MaxScorePlan`: the scope's
    rows holding a round's terms (GIN), scored by BM25 in the database, the
-   round's best ``limit`` returned.
+   round's best ``limit`` returned (for a table of passages, the best ``limit``
+   owners, each by its best passage of the round).
 
 A term counts once per row (tf = 1): reading how often a word occurs means
 unpacking the row's whole tsvector, about 20 microseconds a row against 3 for
@@ -46,6 +47,10 @@ class Table:
     order: str
     """How ties are broken, e.g. ``d.position``."""
     group: str = "''"
+    passage: str | None = None
+    """For a table of passages: the column of a passage's text. ``key`` then names
+    what owns the passages (a message), ranked by its best passage, and each result
+    carries that passage's text."""
 
 
 def scope_lexeme(kind: str, *labels: str) -> str:
@@ -69,14 +74,26 @@ LEFT JOIN LATERAL (
 # The scope is selected by its generated column, which has no index of its own: with
 # stale statistics (a table just filled, not yet analyzed) the planner would otherwise
 # walk the (thread, namespace) index through the whole thread and test every row.
-_ROUND = """
-SELECT d.{key} AS key,
-       coalesce((%(weights)s::jsonb ->> ({group}))::float8, 1.0)
+_SCORE = """coalesce((%(weights)s::jsonb ->> ({group}))::float8, 1.0)
        * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * (length(d.search) - 1) / %(avg)s))
-       * ({held}) AS score
+       * ({held})"""
+_ROUND = """
+SELECT d.{key} AS key, {score} AS score
 FROM {table} AS d
 WHERE d.search_scope = %(scope)s AND d.search @@ %(match)s::tsquery
 ORDER BY score DESC, {order}
+LIMIT %(limit)s
+"""
+# A table of passages: each owner once, by its best passage, so LIMIT counts owners.
+_OWNERS_ROUND = """
+SELECT key, score, passage FROM (
+    SELECT DISTINCT ON (d.{key}) d.{key} AS key, {score} AS score, d.{passage} AS passage,
+           {order} AS tie
+    FROM {table} AS d
+    WHERE d.search_scope = %(scope)s AND d.search @@ %(match)s::tsquery
+    ORDER BY d.{key}, score DESC, {order}
+) AS best
+ORDER BY score DESC, tie
 LIMIT %(limit)s
 """
 
@@ -99,8 +116,9 @@ def search(
 ) -> Steps:
     """Steps of a search of ``table``'s rows of ``scope`` (the lexeme of their
     ``search_scope``) for ``words``: returns the best ``limit`` (key, score), score =
-    BM25 times the weight of the row's group. The caller checks the rows it reads for
-    the scope's own labels: a lexeme is an md5, and the labels are the guarantee."""
+    BM25 times the weight of the row's group; (key, score, passage) for a table of
+    passages. The caller checks the rows it reads for the scope's own labels: a lexeme
+    is an md5, and the labels are the guarantee."""
     weights = weights or {}
     stats = yield _STATS, {"words": " ".join(words), "scope": scope}
     df = {r["term"]: int(r["df"]) for r in stats if int(r["df"]) > 0}
@@ -121,12 +139,9 @@ def search(
         f"(CASE WHEN d.search @@ %(t{i})s::tsquery THEN %(i{i})s ELSE 0 END)"
         for i in range(len(terms))
     )
-    sql = _ROUND.format(
-        table=table.name,
-        key=table.key,
-        group=table.group,
-        order=table.order,
-        held=held,
+    score = _SCORE.format(group=table.group, held=held)
+    sql = (_ROUND if table.passage is None else _OWNERS_ROUND).format(
+        table=table.name, key=table.key, order=table.order, score=score, passage=table.passage
     )
     fixed = {
         "scope": scope,
@@ -138,12 +153,20 @@ def search(
         "avg": avg,
         "limit": limit,
     }
+    passages: dict[str, tuple[float, str]] = {}  # an owner's best passage so far
     while (step := plan.next_round()) is not None:
         new, done = step
         match = f"{_lexeme(scope)} & {_any(new)}" + (f" & !{_any(done)}" if done else "")
         rows = yield sql, {**fixed, "match": match}
-        plan.add((str(r["key"]), float(r["score"])) for r in rows)
-    return plan.best()
+        scored = [(str(r["key"]), float(r["score"])) for r in rows]
+        if table.passage is not None:
+            for (key, value), r in zip(scored, rows, strict=True):
+                if key not in passages or value > passages[key][0]:
+                    passages[key] = (value, str(r["passage"]))
+        plan.add(scored)
+    if table.passage is None:
+        return plan.best()
+    return [(key, value, passages[key][1]) for key, value in plan.best()]
 
 
 @dataclass(frozen=True)

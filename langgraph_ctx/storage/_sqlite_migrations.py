@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.storage._passages import STEPS
 from langgraph_ctx.storage._versions import (
     VERSIONS_DDL,
     Migration,
@@ -39,6 +40,9 @@ def migrate_sqlite(conn: sqlite3.Connection, found: Sequence[Migration]) -> list
             if row is None:
                 for statement in _statements(m.sql):
                     conn.execute(statement)
+                step = STEPS["sqlite"].get(m.label)
+                if step is not None:  # what SQL cannot do, in the same transaction
+                    step(conn)
                 conn.execute(
                     "INSERT INTO lgctx_schema_versions (version, name, checksum, applied_at)"
                     " VALUES (?, ?, ?, ?)",

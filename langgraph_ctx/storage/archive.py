@@ -17,7 +17,10 @@ Every archive is also searchable (:meth:`MessageArchive.search`): a question in
 plain words finds the archived originals that answer it, ranked by BM25 over an
 index kept up to date by each write (never a scan of the thread). What is
 indexed of a message is :func:`searchable_text`: its text, its name, the tool
-call id it answers, and the name, id and arguments of each tool call it makes.
+call id it answers, and the name, id and arguments of each tool call it makes,
+one row per passage of it (:func:`~langgraph_ctx.storage.hits.message_passages`);
+a message ranks by its best passage, so the one line of a long tool result that
+answers is not drowned by the rest of it.
 """
 
 from __future__ import annotations
@@ -37,11 +40,14 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, LexicalIndex, split_words
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage._base import SQLiteTable
+from langgraph_ctx.storage._passages import first_of_each, passage_rows, write_sqlite
 from langgraph_ctx.storage.hits import (
     ArchiveHit,
+    Found,
     HitKind,
     build_hits,
     check_search,
+    message_passages,
     searchable_text,
 )
 from langgraph_ctx.tokens import TokenCounter
@@ -126,7 +132,8 @@ class InMemoryArchive:
 
     Messages are copied in and out, so later mutation by the caller (pinning,
     marking) cannot alter what was archived. Search runs on a
-    :class:`~langgraph_ctx.retrieval.index.LexicalIndex` fed by each ``put``.
+    :class:`~langgraph_ctx.retrieval.index.LexicalIndex` of passages (each owned
+    by its message) fed by each ``put``.
     """
 
     def __init__(self) -> None:
@@ -150,8 +157,10 @@ class InMemoryArchive:
                     continue  # idempotent: a retried step re-archives the same ids
                 position = self._next.get(thread_id, 0)
                 self._next[thread_id] = position + 1
-                rows[message.id] = _Row(position, message.model_copy(deep=True), now, reason)
-                new.append(Doc(message.id, searchable_text(message)))
+                cut = tuple(message_passages(message))
+                rows[message.id] = _Row(position, message.model_copy(deep=True), now, reason, cut)
+                # A passage's key: the message id and its ordinal (ids hold any character).
+                new += [Doc(f"{i}:{message.id}", p, owner=message.id) for i, p in enumerate(cut)]
             # Under the archive's lock: a search never sees a row without its index entry.
             self._index.add(scope, new)
 
@@ -172,16 +181,16 @@ class InMemoryArchive:
         if not check_search(thread_id, query, limit):
             return []
         scope = (thread_id, namespace)
-        found = self._index.search(scope, query, limit=limit)
+        found = self._index.search_owners(scope, query, limit=limit)
         with self._lock:
             rows = self._rows.get(scope, {})
-            kept = [(key, rows[key], score) for key, score in found]
-        return build_hits(
-            [
-                (key, r.position, r.reason, r.archived_at, r.message.model_copy(deep=True), score)
-                for key, r, score in kept
-            ]
-        )
+            kept = [(key, rows[key], score, passage) for key, score, passage in found]
+        hits: builtins.list[Found] = []
+        for key, r, score, passage in kept:
+            text = r.passages[int(passage.split(":", 1)[0])]  # the key is "ordinal:id"
+            message = r.message.model_copy(deep=True)
+            hits.append((key, r.position, r.reason, r.archived_at, message, score, text))
+        return build_hits(hits)
 
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
     asearch = in_thread(search)
@@ -193,6 +202,7 @@ class _Row:
     message: BaseMessage
     archived_at: float
     reason: str
+    passages: tuple[str, ...]
 
 
 class SQLiteArchive(SQLiteTable):
@@ -216,17 +226,24 @@ class SQLiteArchive(SQLiteTable):
         check_batch(thread_id, messages)
         if not messages:
             return
-        # Serialize and count before taking the lock: only the SQL runs under it.
+        # Serialize, count and cut before taking the lock: only the SQL runs under it.
         rows = [
             (m.id, m.type, json.dumps(d, default=str), self._counter.count_message(m))
             for m, d in zip(messages, messages_to_dict(messages), strict=True)
         ]
+        cut = {m.id: passage_rows(thread_id, namespace, [m]) for m in reversed(messages)}
         now = time.time()
         with self._write() as cur:
             (last,) = cur.execute(
                 "SELECT COALESCE(MAX(position), -1) FROM lgctx_archive WHERE thread_id = ?",
                 (thread_id,),
             ).fetchone()
+            # Under the write lock: the ids archived before stay as they were, passages too.
+            known = cur.execute(
+                "SELECT message_id FROM lgctx_archive WHERE thread_id = ? AND namespace = ?"
+                " AND message_id IN (SELECT value FROM json_each(?))",
+                (thread_id, namespace, json.dumps([m.id for m in messages])),
+            ).fetchall()
             cur.executemany(
                 "INSERT OR IGNORE INTO lgctx_archive (thread_id, namespace, message_id,"
                 " position, role, content_json, tokens, archived_at, reason)"
@@ -236,6 +253,8 @@ class SQLiteArchive(SQLiteTable):
                     for i, (mid, role, body, tokens) in enumerate(rows)
                 ],
             )
+            new = first_of_each(messages, (mid for (mid,) in known))
+            write_sqlite(cur, [row for m in new for row in cut[m.id]])
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         rows = self._query(
@@ -260,33 +279,30 @@ class SQLiteArchive(SQLiteTable):
         words = split_words(check_search(thread_id, query, limit))
         if not words:
             return []
-        scope = _fts.scope_token(thread_id, namespace)
+        scoped = _fts.scoped_terms(_fts.scope_token(thread_id, namespace), words)
         with self._lock:
             found, _ = _fts.search(
                 self._conn,
-                table="lgctx_archive",
+                table="lgctx_archive_passages",
                 ranked=_RANKED,
-                scope=scope,
-                words=words,
+                scope=None,  # the terms carry it
+                words=scoped,
                 limit=limit,
             )
-            marks = ", ".join("?" * len(found))
             got = self._conn.execute(
-                # By key; "+" keeps the planner off the (thread, namespace) index, whose
-                # range is the whole thread.
-                "SELECT id, message_id, position, reason, archived_at, content_json"
-                f" FROM lgctx_archive WHERE id IN ({marks})"
-                " AND +thread_id = ? AND +namespace = ?",
-                (*(i for i, _ in found), thread_id, namespace),
+                "SELECT message_id, position, reason, archived_at, content_json"
+                " FROM lgctx_archive WHERE thread_id = ? AND namespace = ?"
+                " AND message_id IN (SELECT value FROM json_each(?))",
+                (thread_id, namespace, json.dumps([mid for mid, *_ in found])),
             ).fetchall()
-        by_id = {row[0]: row[1:] for row in got}
-        # The scope token selects the thread; the equality above is the guarantee.
-        kept = [(by_id[i], score) for i, score in found if i in by_id]
-        messages = _decode([(row[4],) for row, _ in kept])
+        by_id = {row[0]: row for row in got}
+        # The scoped terms select the thread; the equality above is the guarantee.
+        kept = [(by_id[mid], score, passage) for mid, score, passage in found if mid in by_id]
+        messages = _decode([(row[4],) for row, _, _ in kept])
         return build_hits(
             [
-                (mid, int(position), reason, float(at), message, score)
-                for ((mid, position, reason, at, _), score), message in zip(
+                (mid, int(position), reason, float(at), message, score, passage)
+                for ((mid, position, reason, at, _), score, passage), message in zip(
                     kept, messages, strict=True
                 )
             ]
@@ -300,10 +316,16 @@ class SQLiteArchive(SQLiteTable):
             return self._conn.execute(sql, params).fetchall()
 
 
-_RANKED = (
-    "SELECT rowid, -rank FROM lgctx_archive_fts WHERE lgctx_archive_fts MATCH :match"
-    " ORDER BY rank LIMIT :limit"
-)
+# Each message once, by its best passage (SQLite takes the bare columns of a max()
+# from the row that has it), so LIMIT counts messages.
+_RANKED = """
+SELECT p.message_id, max(-f.rank) AS score, p.body
+FROM lgctx_archive_passages_fts AS f JOIN lgctx_archive_passages AS p ON p.id = f.rowid
+WHERE lgctx_archive_passages_fts MATCH :match
+GROUP BY p.message_id
+ORDER BY score DESC
+LIMIT :limit
+"""
 
 
 def _decode(rows: Sequence[tuple[str]]) -> builtins.list[BaseMessage]:

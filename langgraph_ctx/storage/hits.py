@@ -1,4 +1,5 @@
-"""An archive search's hits (:class:`ArchiveHit`) and the words it reads (:func:`searchable_text`).
+"""An archive search's hits (:class:`ArchiveHit`) and what it indexes (:func:`searchable_text`,
+cut into :func:`message_passages`).
 
 Shared by every archive (in memory, SQLite, PostgreSQL), so that a hit reads
 the same whatever the backend and the words indexed are the same.
@@ -17,8 +18,17 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import is_summary
 from langgraph_ctx.retrieval.index import query_terms
 from langgraph_ctx.retrieval.maxscore import check_limit
+from langgraph_ctx.retrieval.passages import passage_texts
 
-__all__ = ["ArchiveHit", "Found", "HitKind", "build_hits", "check_search", "searchable_text"]
+__all__ = [
+    "ArchiveHit",
+    "Found",
+    "HitKind",
+    "build_hits",
+    "check_search",
+    "message_passages",
+    "searchable_text",
+]
 
 HitKind = Literal["message", "tool_result", "summary"]
 """What an archived message was: a message compression summarized away, the original
@@ -44,6 +54,9 @@ class ArchiveHit:
     """Why it left the active state, as given to ``put``."""
     message: BaseMessage
     """The original message, every field as archived."""
+    passage: str = ""
+    """Its passage that matched the query best (a sentence or line of ``text``, see
+    :func:`message_passages`): what ranked it."""
 
 
 def searchable_text(message: BaseMessage) -> str:
@@ -51,7 +64,7 @@ def searchable_text(message: BaseMessage) -> str:
     block), its name, the tool call id it answers, and each tool call's name, id and
     argument keys and values; so ``INV-0007`` in an argument and ``call_0`` are findable.
 
-    The SQL backends compute the same words from the stored JSON (migration 0003).
+    Every backend indexes it cut into :func:`message_passages`, computed here, in Python.
     """
     content = message.content
     blocks = [content] if isinstance(content, str) else content
@@ -67,6 +80,12 @@ def searchable_text(message: BaseMessage) -> str:
             for c in message.tool_calls
         ]
     return "\n".join(p for p in parts if p)
+
+
+def message_passages(message: BaseMessage) -> list[str]:
+    """The passages an archive indexes of ``message``, in order (a row each): its
+    :func:`searchable_text` cut by :func:`~langgraph_ctx.retrieval.passages.passage_texts`."""
+    return passage_texts(searchable_text(message))
 
 
 def _words_of(value: Any) -> Iterator[str]:
@@ -98,8 +117,9 @@ def check_search(thread_id: str, query: str, limit: int) -> list[str]:
     return query_terms(query)
 
 
-Found = tuple[str, int, str, float, BaseMessage, float]
-"""What a backend found: (message id, position, reason, archived at, message, score)."""
+Found = tuple[str, int, str, float, BaseMessage, float, str]
+"""What a backend found: (message id, position, reason, archived at, message, score,
+best passage)."""
 
 
 def build_hits(found: Sequence[Found]) -> list[ArchiveHit]:
@@ -116,6 +136,7 @@ def build_hits(found: Sequence[Found]) -> list[ArchiveHit]:
             position=position,
             reason=reason,
             message=message,
+            passage=passage,
         )
-        for mid, position, reason, archived_at, message, score in found
+        for mid, position, reason, archived_at, message, score, passage in found
     ]

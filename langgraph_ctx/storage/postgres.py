@@ -29,20 +29,31 @@ from langchain_core.messages import BaseMessage, messages_from_dict, messages_to
 from langgraph_ctx.retrieval.index import split_words
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgsearch as pgsearch
+from langgraph_ctx.storage._passages import first_of_each, passage_rows
 from langgraph_ctx.storage._pgtable import PgTable, jsonb
 from langgraph_ctx.storage.archive import check_batch
 from langgraph_ctx.storage.hits import ArchiveHit, build_hits, check_search
 from langgraph_ctx.tokens import TokenCounter
 
 # One statement per batch: one round trip and one commit, whatever the batch size.
-# WITH ORDINALITY ... ORDER BY: positions follow the batch's order.
+# WITH ORDINALITY ... ORDER BY: positions follow the batch's order. The passages
+# (migration 0005) join the rows the insert returns: an id archived before, which
+# the conflict skips, writes none.
 _PUT = """
-INSERT INTO lgctx_archive (thread_id, namespace, message_id, role, content, tokens, reason)
-SELECT %s, %s, u.message_id, u.role, u.content, u.tokens, %s
-FROM unnest(%s::text[], %s::text[], %s::jsonb[], %s::integer[])
-    WITH ORDINALITY AS u(message_id, role, content, tokens, n)
-ORDER BY u.n
-ON CONFLICT DO NOTHING
+WITH archived AS (
+    INSERT INTO lgctx_archive (thread_id, namespace, message_id, role, content, tokens, reason)
+    SELECT %(thread)s, %(ns)s, u.message_id, u.role, u.content, u.tokens, %(reason)s
+    FROM unnest(%(ids)s::text[], %(roles)s::text[], %(contents)s::jsonb[], %(tokens)s::integer[])
+        WITH ORDINALITY AS u(message_id, role, content, tokens, n)
+    ORDER BY u.n
+    ON CONFLICT DO NOTHING
+    RETURNING message_id, position
+)
+INSERT INTO lgctx_archive_passages (thread_id, namespace, message_id, ordinal, position, body)
+SELECT %(thread)s, %(ns)s, p.message_id, p.ordinal, a.position, p.body
+FROM unnest(%(owners)s::text[], %(ordinals)s::integer[], %(bodies)s::text[])
+    AS p(message_id, ordinal, body)
+JOIN archived AS a USING (message_id)
 """
 _GET = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s AND message_id = %s"
@@ -50,7 +61,9 @@ _GET = (
 _LIST = (
     "SELECT content FROM lgctx_archive WHERE thread_id = %s AND namespace = %s ORDER BY position"
 )
-_ARCHIVE = pgsearch.Table("lgctx_archive", key="message_id", order="d.position")
+_PASSAGES = pgsearch.Table(
+    "lgctx_archive_passages", key="message_id", order="d.position", passage="body"
+)
 # One primary-key lookup per id (LIMIT 1 keeps the subquery apart). Written as a join,
 # a planner without statistics (a table just filled) reads the thread's whole range.
 _HITS = """
@@ -82,17 +95,22 @@ class PostgresArchive(PgTable):
 
     def _params(
         self, thread_id: str, messages: Sequence[BaseMessage], reason: str, namespace: str
-    ) -> tuple[Any, ...]:
+    ) -> dict[str, Any]:
         check_batch(thread_id, messages)
-        return (
-            thread_id,
-            namespace,
-            reason,
-            [m.id for m in messages],
-            [m.type for m in messages],
-            [jsonb(d) for d in messages_to_dict(messages)],
-            [self._counter.count_message(m) for m in messages],
-        )
+        # Each id's first copy is the one archived (ORDER BY u.n): its passages only.
+        cut = passage_rows(thread_id, namespace, first_of_each(messages, ()))
+        return {
+            "thread": thread_id,
+            "ns": namespace,
+            "reason": reason,
+            "ids": [m.id for m in messages],
+            "roles": [m.type for m in messages],
+            "contents": [jsonb(d) for d in messages_to_dict(messages)],
+            "tokens": [self._counter.count_message(m) for m in messages],
+            "owners": [row[2] for row in cut],
+            "ordinals": [row[3] for row in cut],
+            "bodies": [row[4] for row in cut],
+        }
 
     def put(
         self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
@@ -153,19 +171,19 @@ def _search(thread_id: str, query: str, limit: int, namespace: str) -> pgsearch.
     if not words:
         return []
     params = {"thread": thread_id, "ns": namespace}
-    scope = pgsearch.scope_lexeme("a", thread_id, namespace)
-    found = yield from pgsearch.search(_ARCHIVE, scope=scope, words=words, limit=limit)
+    scope = pgsearch.scope_lexeme("p", thread_id, namespace)
+    found = yield from pgsearch.search(_PASSAGES, scope=scope, words=words, limit=limit)
     if not found:
         return []
-    rows = yield _HITS, {**params, "ids": [key for key, _ in found]}
+    rows = yield _HITS, {**params, "ids": [key for key, _, _ in found]}
     # The scope lexeme selects the thread; the equality in _HITS is the guarantee.
     by_id = {r["message_id"]: r for r in rows}
-    kept = [(by_id[key], score) for key, score in found if key in by_id]
-    messages = _decode([r for r, _ in kept])
+    kept = [(by_id[key], score, passage) for key, score, passage in found if key in by_id]
+    messages = _decode([r for r, _, _ in kept])
     return build_hits(
         [
-            (r["message_id"], int(r["position"]), r["reason"], float(r["archived_at"]), m, score)
-            for (r, score), m in zip(kept, messages, strict=True)
+            (r["message_id"], int(r["position"]), r["reason"], float(r["archived_at"]), m, s, p)
+            for (r, s, p), m in zip(kept, messages, strict=True)
         ]
     )
 

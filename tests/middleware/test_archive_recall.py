@@ -209,9 +209,10 @@ def test_a_snippet_names_the_summary_that_replaced_it() -> None:
 
 
 def test_a_long_tool_result_whose_one_line_answers_beats_short_lookalike_questions() -> None:
-    # The index scores whole messages: the result's one answering line is diluted by
-    # its 80 other lines, and earlier questions about other offices, short and in the
-    # question's own words, outrank it. By its best passage it comes first.
+    # Earlier questions about other offices, short and in the question's own words,
+    # outrank the result's one answering line even passage by passage ("Lisbon" is a
+    # common word here). Among the candidates, by its best passage and the name asked
+    # about, it comes first.
     offices = ["Lisbon", "Porto", "Faro", "Braga", "Evora", "Coimbra", "Aveiro", "Leiria"]
     lines = [
         f"INFO {offices[i % 8]} office: shelf {i} inventoried, {i % 7} boxes moved."
@@ -229,7 +230,7 @@ def test_a_long_tool_result_whose_one_line_answers_beats_short_lookalike_questio
     ]
     archive.put("t", asked, reason="compressed into summary #3")
     first = [h.message_id for h in archive.search("t", QUESTION, limit=9)]
-    assert "logs" not in first[:8]  # by whole message, below all eight questions
+    assert "logs" not in first[:8]  # by the index alone, below all eight questions
     agent = Agent(archive=archive, archive_hits=2)
     agent.send([HumanMessage(QUESTION, id="q")])
     block = agent.recalled()
