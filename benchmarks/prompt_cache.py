@@ -20,10 +20,15 @@ input $3 per million tokens, cache reads 0.1x base ($0.30), 5-minute cache write
 provider that caches automatically with no write premium), and the same with the
 rest written to the cache at 1.25x (Anthropic with a breakpoint on every call).
 
-Ours runs with memory recall on, in two settings: the defaults (a recall block per
-call, in the last user message), and cache-tuned (``ProviderPlacement(recall_refresh=
-"compression")``, compressions down to 0.2 of the messages' room). The peers run
-without recall.
+Ours runs with recall on, as ``create_context_agent(recall=True)`` builds it (recall
+over the archive compression fills), in four settings: the defaults
+(``recall_refresh="delta"``: each turn keeps the recall lines it added in its user
+message), the defaults with a memory bank of the summaries (``memory=``), the
+previous default (``recall_refresh="call"``: a fresh block in the last user message
+every call), and cache-tuned (``recall_refresh="compression"``, compressions down to
+0.2 of the messages' room). The peers run without recall. **Probes kept**: the
+harness's planted facts (long) and gold values (tau-bench) found in the prompt of
+the call that needs them.
 
 Workloads and peers are the harness's (``benchmarks/harness``): the long horizon
 (one seeded session, 1,000 turns for every strategy, 128K window, stopped once a
@@ -58,7 +63,8 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     TieredCompression,
 )
-from langgraph_ctx.middleware.placement import Placement, RecallRefresh
+from langgraph_ctx.middleware.compression import RECALL_TARGET
+from langgraph_ctx.middleware.placement import RecallRefresh
 from langgraph_ctx.tokens import load_encoding
 
 BASE_PER_MTOK = 3.00
@@ -137,25 +143,30 @@ class CacheRecorder(Recorder):
 
 
 def _ours(
-    placement: Placement,
-    refresh: RecallRefresh = "call",
+    refresh: RecallRefresh = "delta",
     target: float | None = None,
-    recall_tokens: int | None = None,
+    memory: bool = False,
 ) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
-        """Ours with memory recall on (the harness's ``ours+memory``) and provider placement."""
+        """Ours as ``create_context_agent(recall=True)`` builds it for a graph of one
+        node: compression archiving what it removes, recall over that archive (and
+        over a memory bank of the summaries with ``memory``), provider placement."""
         from langgraph.store.memory import InMemoryStore
 
         from langgraph_ctx.retrieval.memory import MemoryBank
+        from langgraph_ctx.storage.archive import InMemoryArchive
 
-        bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",))
-        tuned = {} if target is None else {"target_utilization": target}
+        archive = InMemoryArchive()
+        bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",)) if memory else None
+        # As the agent builds it with recall on (RECALL_TARGET), unless tuned here.
+        tuned = {"target_utilization": RECALL_TARGET if target is None else target}
+        summarizer = CountingSummarizer(setup.log)
         middleware = [
             PreflightCheck(),
-            SummaryObserver(bank),
-            TieredCompression(summarizer=CountingSummarizer(setup.log), **tuned),
-            MemoryRecall(bank, max_tokens=recall_tokens),
-            ProviderPlacement(placement, recall_refresh=refresh),
+            *([SummaryObserver(bank)] if bank is not None else []),
+            TieredCompression(summarizer=summarizer, archive=archive, **tuned),
+            MemoryRecall(bank, archive=archive),
+            ProviderPlacement(recall_refresh=refresh),
         ]
         pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
         node = call_llm_node(setup.model)
@@ -168,11 +179,21 @@ def _ours(
 # next is far away), the recall block kept in the prefix until the next compression.
 TARGET = 0.2
 PLANS: list[Strategy] = [
-    Strategy("ours", "ours + recall, defaults (recall per call)", _ours("system")),
+    Strategy("ours", 'ours + recall, defaults (recall_refresh="delta")', _ours()),
+    Strategy(
+        "ours-memory",
+        "ours + recall + memory bank, defaults",
+        _ours(memory=True),
+    ),
+    Strategy(
+        "ours-call",
+        'ours + recall, a fresh block every call (recall_refresh="call")',
+        _ours("call"),
+    ),
     Strategy(
         "ours-cache",
         "ours + recall kept until compression, rare large compressions (cache-tuned)",
-        _ours("system", "compression", TARGET),
+        _ours("compression", TARGET),
     ),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
@@ -188,14 +209,18 @@ def run_workload(
     rows = []
     for strategy in PLANS:
         measured: list[Measured] = []
+        probes: list[bool] = []
         with open_backend(backend) as store:  # type: ignore[arg-type]
             for k, session in enumerate(sessions):
 
                 def setup_for(s: Session, model: Any, clock: Any, log: Any, k: int = k) -> Setup:
                     return Setup(s, window, model, store.saver, clock, log, tally, f"s-{k}")
 
-                runner.replay(strategy, session, setup_for, window=window, tally=tally, cut=cut)
+                run = runner.replay(
+                    strategy, session, setup_for, window=window, tally=tally, cut=cut
+                )
                 measured.append(_CURRENT.pop())
+                probes += list(run.probes.values())
         cacheable = sum(sum(m.cacheable) for m in measured)
         total = sum(sum(m.total) for m in measured)
         calls = sum(len(m.total) for m in measured)
@@ -214,6 +239,7 @@ def run_workload(
                 f"${none:,.2f}",
                 f"${read:,.2f}",
                 f"${write:,.2f}",
+                f"{sum(probes)}/{len(probes)}" if probes else "n/a",
             ]
         )
         print(f"{name}: {rows[-1]}", file=sys.stderr)
@@ -244,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         "$/1K calls, no cache",
         "$/1K, reads 0.1x",
         "$/1K, + writes 1.25x",
+        "probes kept",
     ]
     lines = header("Prompt caching: the cacheable prefix of every call, and its cost")
     lines += [
