@@ -20,10 +20,15 @@ input $3 per million tokens, cache reads 0.1x base ($0.30), 5-minute cache write
 provider that caches automatically with no write premium), and the same with the
 rest written to the cache at 1.25x (Anthropic with a breakpoint on every call).
 
-Ours runs with memory recall on, in two settings: the defaults (a recall block per
-call, in the last user message), and cache-tuned (``ProviderPlacement(recall_refresh=
-"compression")``, compressions down to 0.2 of the messages' room). The peers run
-without recall.
+Ours runs with recall on, as ``create_context_agent(recall=True)`` builds it (recall
+over the archive compression fills), in four settings: the defaults
+(``recall_refresh="delta"``: each turn keeps the recall lines it added in its user
+message), the defaults with a memory bank of the summaries (``memory=``), the
+previous default (``recall_refresh="call"``: a fresh block in the last user message
+every call), and cache-tuned (``recall_refresh="compression"``, compressions down to
+0.2 of the messages' room). The peers run without recall. **Probes kept**: the
+harness's planted facts (long) and gold values (tau-bench) found in the prompt of
+the call that needs them.
 
 Workloads and peers are the harness's (``benchmarks/harness``): the long horizon
 (one seeded session, 1,000 turns for every strategy, 128K window, stopped once a
@@ -36,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +57,7 @@ from harness.workloads import WORKLOADS
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx.markers import RECALL_PREFIX
 from langgraph_ctx.middleware import (
     MemoryRecall,
     PreflightCheck,
@@ -58,7 +65,8 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     TieredCompression,
 )
-from langgraph_ctx.middleware.placement import Placement, RecallRefresh
+from langgraph_ctx.middleware.compression import RECALL_TARGET
+from langgraph_ctx.middleware.placement import RecallRefresh
 from langgraph_ctx.tokens import load_encoding
 
 BASE_PER_MTOK = 3.00
@@ -115,6 +123,10 @@ def render(m: BaseMessage) -> str:
 class Measured:
     cacheable: list[int] = field(default_factory=list)
     total: list[int] = field(default_factory=list)
+    misses: Counter[str] = field(default_factory=Counter)
+    """Uncached tokens by where they are (:func:`misses`)."""
+    rewrites: int = 0
+    """Calls whose first message changed."""
 
 
 _CURRENT: list[Measured] = []
@@ -130,32 +142,65 @@ class CacheRecorder(Recorder):
         _CURRENT.append(self.measured)
 
     def observe(self, messages: Sequence[BaseMessage]) -> None:
+        previous = self.meter.previous
         super().observe(messages)
         cacheable, total = self.meter.measure(messages)
         self.measured.cacheable.append(cacheable)
         self.measured.total.append(total)
+        found = misses(messages, previous, cacheable, self.meter)
+        self.measured.misses.update(found)
+        self.measured.rewrites += any(k.startswith("rewrite") for k in found)
+
+
+def misses(
+    messages: Sequence[BaseMessage], previous: list[str], cacheable: int, meter: PrefixMeter
+) -> Counter[str]:
+    """This call's uncached tokens by where they are. ``rewrite`` calls are those whose
+    first message (the system prompt, with our summaries merged in) changed: ours'
+    compressions. In them: ``rewrite: first message`` and ``rewrite: the rest``.
+    Elsewhere: ``recall`` (a user message carrying a recall block) and ``turns`` (the
+    conversation: this call's new messages and any earlier ones sent again)."""
+    rendered = [render(m) for m in messages]
+    rewrite = bool(previous) and bool(rendered) and rendered[0] != previous[0]
+    found: Counter[str] = Counter()
+    start = 0
+    for i, (m, r) in enumerate(zip(messages, rendered, strict=True)):
+        end = start + len(meter.tokens(r))
+        if end > cacheable:
+            if rewrite:
+                where = "rewrite: first message" if i == 0 else "rewrite: the rest"
+            else:
+                where = "recall" if RECALL_PREFIX in m.text else "turns"
+            found[where] += end - max(start, cacheable)
+        start = end
+    return found
 
 
 def _ours(
-    placement: Placement,
-    refresh: RecallRefresh = "call",
+    refresh: RecallRefresh = "delta",
     target: float | None = None,
-    recall_tokens: int | None = None,
+    memory: bool = False,
 ) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
-        """Ours with memory recall on (the harness's ``ours+memory``) and provider placement."""
+        """Ours as ``create_context_agent(recall=True)`` builds it for a graph of one
+        node: compression archiving what it removes, recall over that archive (and
+        over a memory bank of the summaries with ``memory``), provider placement."""
         from langgraph.store.memory import InMemoryStore
 
         from langgraph_ctx.retrieval.memory import MemoryBank
+        from langgraph_ctx.storage.archive import InMemoryArchive
 
-        bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",))
-        tuned = {} if target is None else {"target_utilization": target}
+        archive = InMemoryArchive()
+        bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",)) if memory else None
+        # As the agent builds it with recall on (RECALL_TARGET), unless tuned here.
+        tuned = {"target_utilization": RECALL_TARGET if target is None else target}
+        summarizer = CountingSummarizer(setup.log)
         middleware = [
             PreflightCheck(),
-            SummaryObserver(bank),
-            TieredCompression(summarizer=CountingSummarizer(setup.log), **tuned),
-            MemoryRecall(bank, max_tokens=recall_tokens),
-            ProviderPlacement(placement, recall_refresh=refresh),
+            *([SummaryObserver(bank)] if bank is not None else []),
+            TieredCompression(summarizer=summarizer, archive=archive, **tuned),
+            MemoryRecall(bank, archive=archive),
+            ProviderPlacement(recall_refresh=refresh),
         ]
         pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
         node = call_llm_node(setup.model)
@@ -168,11 +213,21 @@ def _ours(
 # next is far away), the recall block kept in the prefix until the next compression.
 TARGET = 0.2
 PLANS: list[Strategy] = [
-    Strategy("ours", "ours + recall, defaults (recall per call)", _ours("system")),
+    Strategy("ours", 'ours + recall, defaults (recall_refresh="delta")', _ours()),
+    Strategy(
+        "ours-memory",
+        "ours + recall + memory bank, defaults",
+        _ours(memory=True),
+    ),
+    Strategy(
+        "ours-call",
+        'ours + recall, a fresh block every call (recall_refresh="call")',
+        _ours("call"),
+    ),
     Strategy(
         "ours-cache",
         "ours + recall kept until compression, rare large compressions (cache-tuned)",
-        _ours("system", "compression", TARGET),
+        _ours("compression", TARGET),
     ),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
@@ -183,19 +238,24 @@ PLANS: list[Strategy] = [
 
 def run_workload(
     name: str, sessions: Sequence[Session], window: int, backend: str, cut: float | None
-) -> list[list[str]]:
+) -> tuple[list[list[str]], list[list[str]]]:
+    """The table's rows, and the rows of where the uncached tokens are (:func:`misses`)."""
     tally = TokenTally()
-    rows = []
+    rows, where = [], []
     for strategy in PLANS:
         measured: list[Measured] = []
+        probes: list[bool] = []
         with open_backend(backend) as store:  # type: ignore[arg-type]
             for k, session in enumerate(sessions):
 
                 def setup_for(s: Session, model: Any, clock: Any, log: Any, k: int = k) -> Setup:
                     return Setup(s, window, model, store.saver, clock, log, tally, f"s-{k}")
 
-                runner.replay(strategy, session, setup_for, window=window, tally=tally, cut=cut)
+                run = runner.replay(
+                    strategy, session, setup_for, window=window, tally=tally, cut=cut
+                )
                 measured.append(_CURRENT.pop())
+                probes += list(run.probes.values())
         cacheable = sum(sum(m.cacheable) for m in measured)
         total = sum(sum(m.total) for m in measured)
         calls = sum(len(m.total) for m in measured)
@@ -214,10 +274,33 @@ def run_workload(
                 f"${none:,.2f}",
                 f"${read:,.2f}",
                 f"${write:,.2f}",
+                f"{sum(probes)}/{len(probes)}" if probes else "n/a",
             ]
         )
         print(f"{name}: {rows[-1]}", file=sys.stderr)
-    return rows
+        found: Counter[str] = sum((m.misses for m in measured), Counter())
+        rewrites = sum(m.rewrites for m in measured)
+        where.append(
+            [strategy.label, f"{rewrites:,}", *(f"{found[k] / calls:,.0f}" for k in WHERE)]
+        )
+    return rows, where
+
+
+WHERE = ("rewrite: first message", "rewrite: the rest", "recall", "turns")
+
+
+def _where_section(where: list[list[str]]) -> list[str]:
+    head = ["strategy", "rewrites", *(f"{k} / call" for k in WHERE)]
+    return [
+        "Where the uncached tokens are, per call. Rewrites: calls whose first message "
+        "changed (ours: a compression; the system prompt and earlier summaries stay the "
+        "same bytes unless layers are consolidated, so most of a rewrite's misses are the "
+        "turns kept verbatim, which shift up). Elsewhere: a user message carrying a recall "
+        "block, and the turns (new messages, and earlier ones sent again).",
+        "",
+        *table(head, where),
+        "",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "$/1K calls, no cache",
         "$/1K, reads 0.1x",
         "$/1K, + writes 1.25x",
+        "probes kept",
     ]
     lines = header("Prompt caching: the cacheable prefix of every call, and its cost")
     lines += [
@@ -257,34 +341,34 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if "long" in args.workloads:
         session = synthetic.long_session(args.seed, turns)
-        rows = run_workload("long", [session], 128_000, "memory", 2.0)
+        rows, where = run_workload("long", [session], 128_000, "memory", 2.0)
         lines += [
             f"### Long horizon: {turns:,} turns, 128K window, recall on (seed {args.seed})",
             "",
             "Every strategy replays the same turns; a run stops once a prompt passes twice "
             "the window (no management does).",
             "",
-            'Ours, cache-tuned: `ProviderPlacement(recall_refresh="compression")` (one '
-            "recall block kept after the summaries until the next compression), "
-            f"`TieredCompression(target_utilization={TARGET})`. A compression changes the prompt "
-            "right after the system prompt, so whoever compresses at the same red line L pays "
-            "its whole post-compression prompt P0 once every (L - P0) / d calls (d: the new "
-            "tokens a call adds): the most any of them can cache is 1 - 2dL / (L^2 - P0^2), "
-            "1 - 2d/L as P0 goes to 0, which langmem approaches by keeping nothing verbatim "
-            "after its summary. No management never compresses and is not bound by it; it "
-            "stops at twice the window.",
+            "Ours, defaults: `create_context_agent(recall=True)`: recall over the archive, "
+            '`recall_refresh="delta"` (each turn keeps the recall lines it added in its user '
+            f"message), compressions down to {RECALL_TARGET} of the messages' room. Cache-tuned: "
+            '`recall_refresh="compression"` (one recall block kept after the summaries until '
+            f"the next compression), `TieredCompression(target_utilization={TARGET})`.",
             "",
             *table(head, rows),
             "",
+            *_where_section(where),
         ]
     if "tau" in args.workloads:
         workload = WORKLOADS["tau"](args.seed, args.quick, None)
-        rows = run_workload("tau", workload.sessions, workload.window, workload.backend, None)
+        rows, where = run_workload(
+            "tau", workload.sessions, workload.window, workload.backend, None
+        )
         lines += [
             f"### tau-bench airline: {len(workload.sessions)} trajectories, 6K window",
             "",
             *table(head, rows),
             "",
+            *_where_section(where),
         ]
     command = "python benchmarks/prompt_cache.py" + (" --quick" if args.quick else "")
     if args.turns:

@@ -101,7 +101,10 @@ class AgentOptions(TypedDict, total=False):
     strategy's archive, and on ``memory`` if given), and give the model a
     ``glimpse`` tool for whole originals
     (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
-    the archive is the thread's own."""
+    the archive is the thread's own. With ``strategy="tiered"``, compressions then
+    go deeper and come rarer (to
+    :data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room), as
+    recall brings back what they remove and each costs the prompt cache."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -128,10 +131,12 @@ class AgentOptions(TypedDict, total=False):
     thought and the thinking instructions go into the last user message
     (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     recall_refresh: RecallRefresh
-    """``"call"``: a fresh recall block on every call, in the last user message;
-    ``"compression"``: one block kept, byte-identical, after the summaries until
-    the next compression, so a provider's prompt cache serves it (fresher recall
-    traded for cache hits; see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
+    """``"delta"``: each turn's user message keeps the recall lines it brought that
+    no earlier turn showed, byte-identical until the next compression, so a
+    provider's prompt cache keeps serving the earlier turns; ``"call"``: a fresh
+    block on every call, in the last user message; ``"compression"``: one block
+    kept after the summaries until the next compression (the fewest recall
+    tokens, the least fresh). See :class:`~langgraph_ctx.middleware.ProviderPlacement`."""
     state_schema: type[Any]
     """``ContextState``, or a TypedDict extending it; ``DeltaContextState`` for
     ``strategy="pace"``, whose history is never rewritten: a step checkpoints the
@@ -249,7 +254,7 @@ def _check_options(options: AgentOptions) -> None:
         check_int("tool_capacity", options["tool_capacity"], least=0)
     if "placement" in options:
         check_placement(options["placement"], "placement")
-    if options.get("recall_refresh", "call") not in REFRESHES:
+    if options.get("recall_refresh", "delta") not in REFRESHES:
         raise ConfigurationError(
             "recall_refresh",
             f"must be one of {list(REFRESHES)}, got {options['recall_refresh']!r}",
@@ -280,7 +285,7 @@ def _builtins(
         found += [SummaryObserver(memory, nodes=llm_nodes)]
     placement = ProviderPlacement(
         options.get("placement", "system"),
-        recall_refresh=options.get("recall_refresh", "call"),
+        recall_refresh=options.get("recall_refresh", "delta"),
         nodes=llm_nodes,
     )
     return [*found, placement]
@@ -311,6 +316,7 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         archive=options.get("archive"),
         summary_model=options.get("summary_model"),
         nodes=llm_nodes,
+        recall=bool(options.get("recall", False)),
     )
 
 

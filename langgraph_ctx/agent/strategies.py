@@ -22,6 +22,7 @@ from langgraph_ctx.middleware import (
     ReflectiveContextManager,
     TieredCompression,
 )
+from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.pipeline import Middleware
 from langgraph_ctx.storage.archive import MessageArchive
 
@@ -36,15 +37,23 @@ def strategy_middleware(
     archive: MessageArchive | None = None,
     summary_model: BaseChatModel | None = None,
     nodes: Sequence[str] = ("call_llm",),
+    recall: bool = False,
 ) -> Middleware:
     """The middleware ``strategy=strategy`` puts in compression's place, on the model
     ``nodes``: what :func:`~langgraph_ctx.agent.create_context_agent` builds, for a
     pipeline of your own (and for the fuzz suite, which runs every name in
-    :data:`STRATEGIES`). A middleware instance is returned as it is."""
+    :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
+    recall over the archive is on, so tiered compression goes deeper
+    (:data:`~langgraph_ctx.middleware.compression.RECALL_TARGET`)."""
     if isinstance(strategy, Middleware):
         return strategy
     if strategy == "tiered":
-        return TieredCompression(summarizer=summary_model, archive=archive, nodes=nodes)
+        return TieredCompression(
+            summarizer=summary_model,
+            archive=archive,
+            nodes=nodes,
+            target_utilization=RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET,
+        )
     if strategy == "adacom":
         # The agent's own call only: a manager call per thought would double its cost.
         return AdaptiveContextManager(manager=summary_model, archive=archive, nodes=["call_llm"])

@@ -89,6 +89,13 @@ from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
+RECALL_TARGET = 0.3
+"""``target_utilization`` when recall over the archive is on
+(``create_context_agent(recall=True)``): what a compression removes comes back
+when a turn asks for it, so compressions go deeper and come rarely. Each one costs
+a provider's prompt cache everything after the new summary (the verbatim turns
+kept shift up), so down to 0.3 instead of 0.7 of the room, they come 2.3 times
+less often and each costs less than half as much (``benchmarks/prompt_cache.py``)."""
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
@@ -119,13 +126,15 @@ class TieredCompression(RewritingStrategy):
     name = "compression"
     # A later system message, or the think node's plan trace, goes with its turn.
     protection = "tiers"
+    DEFAULT_TARGET = 0.7
+    """``target_utilization`` by default: the next compression a third of the room away."""
 
     def __init__(
         self,
         *,
         summarizer: Summarizer | BaseChatModel | None = None,
         archive: MessageArchive | None = None,
-        target_utilization: float = 0.7,
+        target_utilization: float = DEFAULT_TARGET,
         min_protected_turns: int = 3,
         protected_share: float = 0.5,
         expected_ratio: float = 5.0,

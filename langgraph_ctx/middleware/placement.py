@@ -30,15 +30,14 @@ prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
 Tool calls and their results, pinned messages and compacted tool results are
 left as they are. ``"none"`` leaves the prompt untouched.
 
-The recall block is the largest per-call block, and a prompt cache cannot serve
-it: it changes with every turn, so each turn pays for it and for the turn before
-(the previous user message no longer carries it). ``recall_refresh="compression"``
-trades freshness for cache hits: the block is kept byte-identical, as stable
-context right after the summaries, until the stable prefix changes (a
-compression rewrites it, and with it everything after it, anyway); then this
-call's block replaces it. A kept block that no longer fits the room pre-flight
-left is replaced at once, so the prompt never passes the red line for it. The
-block lives in the session's memory only: a restarted process makes a new one.
+The recall block is the largest per-call block, and it changes with every turn:
+placed per call, each turn would pay for it and for the turn before (the previous
+user message no longer carries it). ``recall_refresh`` decides (see
+:mod:`~langgraph_ctx.middleware._recall_refresh`): ``"delta"`` (the default)
+keeps each turn's new lines in that turn's user message, byte-identical until
+the next compression, so a turn pays only for what it adds; ``"compression"``
+keeps one block in the stable prefix until the next compression; ``"call"``
+places each call's block as per-call context.
 
 :class:`ProviderPlacement` applies it to the view of its nodes and runs innermost
 (after recall), and tells the built-in nodes (``call_llm``, ``think``), which add
@@ -55,14 +54,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, is_ephemeral
+from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
+from langgraph_ctx.middleware._recall_refresh import delta_recall, keep_recall
 from langgraph_ctx.pipeline import CallContext, Middleware, View, current_context
 
 Placement = Literal["system", "pair", "none"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
-RecallRefresh = Literal["call", "compression"]
+RecallRefresh = Literal["delta", "call", "compression"]
 REFRESHES: tuple[str, ...] = get_args(RecallRefresh)
-_KEPT = "placement.recall"
-"""``ctx.session.scratch`` key: ``(prefix signature, kept recall block or None)``."""
 ANNOTATION = "placement"
 """``ctx.annotations`` key: the placement the nodes apply to the prompt they build."""
 ACKNOWLEDGEMENT = "Understood."
@@ -79,17 +78,20 @@ class ProviderPlacement(Middleware):
         self,
         placement: Placement = "system",
         *,
-        recall_refresh: RecallRefresh = "call",
+        recall_refresh: RecallRefresh = "delta",
         **kwargs: Any,
     ) -> None:
         """
         Args:
             placement: ``"system"`` (summaries merged into the leading system
                 message), ``"pair"`` (a user/assistant pair each), or ``"none"``.
-            recall_refresh: ``"call"`` (the recall block of each call, in its last
-                user message: the freshest memories) or ``"compression"`` (one
-                block kept in the stable prefix until the next compression: the
-                most prompt-cache hits). See the module docstring.
+            recall_refresh: ``"delta"`` (each turn's new recall lines kept in
+                its user message until the next compression: fresh recall, and
+                a turn pays the cache only for what it adds), ``"call"`` (the
+                block of each call in its last user message) or
+                ``"compression"`` (one block kept in the stable prefix until the
+                next compression: the fewest recall tokens, the least fresh).
+                See :mod:`~langgraph_ctx.middleware._recall_refresh`.
         """
         super().__init__(**kwargs)
         self.placement = check_placement(placement, "ProviderPlacement.placement")
@@ -105,7 +107,9 @@ class ProviderPlacement(Middleware):
         messages = view.get("messages")
         if not messages:
             return view
-        if self.recall_refresh == "compression" and self.placement != "none":
+        if self.placement != "none" and self.recall_refresh == "delta":
+            messages = delta_recall(messages, ctx)
+        elif self.placement != "none" and self.recall_refresh == "compression":
             messages = keep_recall(messages, ctx)
         placed = place_messages(messages, self.placement)
         remeasure(messages, placed, ctx)
@@ -130,59 +134,6 @@ def remeasure(
     removed = sum(count(m) for m in before if id(m) not in kept)
     if added != removed:
         ctx.adjust_usage("messages", added - removed)
-
-
-def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:
-    """``messages`` with the session's kept recall block in place of this call's, as
-    stable context after the summaries (see the module docstring).
-
-    The kept block's tokens are reserved (``ctx.session.reserved``): pre-flight
-    counted them as system content and recall counted this call's block as
-    auxiliary, so the one not sent is taken back out of the usage report.
-    """
-    out = list(messages)
-    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
-    fresh = out.pop(at) if at is not None else None
-    fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
-    signature = hash(tuple((m.id, _text(m)) for m in out if _is_stable_system(m)))
-    kept = ctx.session.scratch.get(_KEPT)
-    block: BaseMessage | None
-    if kept is not None and kept[0] == signature and kept[1] is not None and _fits(ctx, fresh_raw):
-        block = kept[1]  # counted by pre-flight (reserved): recall's own count goes
-        _take_back(ctx, "auxiliary", fresh_raw)
-    else:  # the prefix changed (a compression) or the kept block no longer fits
-        block = _stable(fresh) if fresh is not None else None  # counted by recall
-        _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0))
-        ctx.session.scratch[_KEPT] = (signature, block)
-        ctx.session.reserved[_KEPT] = ctx.counter.count_message(block) if block else 0
-    if block is None:
-        return out
-    last = max((j for j, m in enumerate(out) if _is_stable_system(m)), default=-1)
-    return [*out[: last + 1], block, *out[last + 1 :]]
-
-
-def _take_back(ctx: CallContext, component: Literal["system", "auxiliary"], raw: int) -> None:
-    if ctx.usage is not None and raw:
-        ctx.adjust_usage(component, -raw)
-
-
-def _is_recall(m: BaseMessage) -> bool:
-    marks = m.additional_kwargs.get(KEY)
-    return is_ephemeral(m) and isinstance(marks, dict) and "recall" in marks
-
-
-def _stable(block: BaseMessage) -> BaseMessage:
-    """The recall block as stable context: same text, no longer marked ephemeral."""
-    marks = {k: v for k, v in block.additional_kwargs.get(KEY, {}).items() if k != "ephemeral"}
-    return SystemMessage(block.content, id=block.id, additional_kwargs={KEY: marks})
-
-
-def _fits(ctx: CallContext, fresh_raw: int) -> bool:
-    """Whether the prompt, with the kept block (reserved) instead of this call's
-    block (``fresh_raw`` tokens), stays under the red line."""
-    if ctx.usage is None:
-        return True
-    return ctx.usage.total - ctx.session.calibration.apply(fresh_raw) <= ctx.budget.red_line
 
 
 def check_placement(value: object, field: str) -> Placement:
@@ -212,7 +163,7 @@ def place_messages(
         return list(messages)
     lead: list[BaseMessage] = []
     i = 0
-    while i < len(messages) and _is_stable_system(messages[i]):
+    while i < len(messages) and is_stable_system(messages[i]):
         lead.append(messages[i])
         i += 1
     per_call: list[BaseMessage] = []
@@ -244,12 +195,8 @@ def place_messages(
     return [*head, *_with_per_call(_fold_notes(body), per_call)]
 
 
-def _is_stable_system(m: BaseMessage) -> bool:
-    return m.type == "system" and not is_ephemeral(m)
-
-
 def _pair(stable: Sequence[BaseMessage]) -> list[BaseMessage]:
-    text = "\n\n".join(_text(m) for m in stable)
+    text = "\n\n".join(text_of(m) for m in stable)
     return [
         HumanMessage(text, id=stable[0].id, additional_kwargs={KEY: {"placed": True}}),
         AIMessage(ACKNOWLEDGEMENT, additional_kwargs={KEY: {"placed": True}}),
@@ -259,18 +206,18 @@ def _pair(stable: Sequence[BaseMessage]) -> list[BaseMessage]:
 def _merge_system(lead: Sequence[BaseMessage]) -> BaseMessage:
     if len(lead) == 1:
         return lead[0]
-    return SystemMessage(_join([m.content for m in lead]), id=lead[0].id)
+    return SystemMessage(join_contents([m.content for m in lead]), id=lead[0].id)
 
 
 def _with_per_call(body: list[BaseMessage], per_call: Sequence[BaseMessage]) -> list[BaseMessage]:
     if not per_call:
         return body
-    block = "\n\n".join(_text(m) for m in per_call)
+    block = "\n\n".join(text_of(m) for m in per_call)
     at = next((j for j in range(len(body) - 1, -1, -1) if body[j].type == "human"), None)
     if at is None:  # nothing to attach it to: it closes the prompt as a user message
         return [*body, HumanMessage(block, additional_kwargs={KEY: {"placed": True}})]
     last = body[at]
-    merged = last.model_copy(update={"content": _join([block, last.content])})
+    merged = last.model_copy(update={"content": join_contents([block, last.content])})
     return [*body[:at], merged, *body[at + 1 :]]
 
 
@@ -279,7 +226,7 @@ def _fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
     for m in body:
         previous = out[-1] if out else None
         if isinstance(m, AIMessage) and isinstance(previous, AIMessage) and _is_note(previous):
-            out[-1] = m.model_copy(update={"content": _join([previous.content, m.content])})
+            out[-1] = m.model_copy(update={"content": join_contents([previous.content, m.content])})
         else:
             out.append(m)
     return out
@@ -288,19 +235,3 @@ def _fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
 def _is_note(m: AIMessage) -> bool:
     marks = m.additional_kwargs.get(KEY)
     return isinstance(marks, dict) and bool(marks.get("note")) and not m.tool_calls
-
-
-def _text(m: BaseMessage) -> str:
-    return m.content if isinstance(m.content, str) else m.text
-
-
-def _join(contents: Sequence[str | list[Any]]) -> str | list[Any]:
-    """Contents joined by a blank line; content blocks (a ``cache_control`` mark, an
-    image) are kept as blocks rather than flattened."""
-    parts = [c for c in contents if c]
-    if all(isinstance(c, str) for c in parts):
-        return "\n\n".join(parts)  # type: ignore[arg-type]
-    blocks: list[Any] = []
-    for c in parts:
-        blocks += [{"type": "text", "text": c}] if isinstance(c, str) else list(c)
-    return blocks

@@ -85,6 +85,9 @@ class _Request:
     query: str
     task_key: str | None
     budget: int
+    limit: int
+    """The most recalled content may take in a prompt, this call's block and blocks
+    kept from earlier turns together: the auxiliary allocation, or ``max_tokens``."""
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -192,9 +195,13 @@ class MemoryRecall(RoomFiller):
         thread = ctx.thread_id if self.archive is not None else None
         # Within the auxiliary allocation, and never past the red line: a pinned
         # system prompt over its own share is not covered by rebalancing.
-        budget = max(0, min(report.remaining("auxiliary"), self.room(ctx)))
+        # The auxiliary allocation as configured: rebalancing lends what recall
+        # leaves unused to other components, and must not shrink what blocks kept
+        # from earlier turns (counted as system content) may take.
+        limit = ctx.budget.auxiliary
         if self.max_tokens is not None:
-            budget = min(budget, self.max_tokens)
+            limit = min(limit, self.max_tokens)
+        budget = max(0, min(report.remaining("auxiliary"), limit, self.room(ctx)))
         if self.bank is not None and scope is None:
             self._say_no_scope(ctx, thread is not None)
         if (scope is None and thread is None) or budget <= 0:
@@ -210,6 +217,7 @@ class MemoryRecall(RoomFiller):
             query_of(view),
             None if task is None else str(task),
             budget,
+            max(0, limit),
         )
 
     def _say_no_scope(self, ctx: CallContext, archive_only: bool) -> None:
@@ -311,6 +319,7 @@ class MemoryRecall(RoomFiller):
                 "ids": data["ids"],
                 "tokens": data["tokens"],
                 "warm": data["warm"],
+                "limit": r.limit,
             },
         }
         ctx.record("recall", data)
@@ -452,7 +461,18 @@ def insert_at(messages: Sequence[BaseMessage]) -> int:
 
 
 def _block(lines: Sequence[str]) -> SystemMessage:
-    return SystemMessage("\n".join([_HEADER, *lines, RECALL_END]), id="lgctx-recall")
+    return SystemMessage(block_text(lines), id="lgctx-recall")
+
+
+def block_text(lines: Sequence[str]) -> str:
+    """The recall block holding ``lines``: a header, one line per item, an end mark."""
+    return "\n".join([_HEADER, *lines, RECALL_END])
+
+
+def block_lines(text: str) -> list[str]:
+    """The item lines of a recall block's text (each item is one line)."""
+    lines = text.split("\n")
+    return lines[1:-1] if len(lines) >= 2 and lines[-1] == RECALL_END else []
 
 
 def _fit(line: str, budget: int, ctx: CallContext) -> str | None:

@@ -22,6 +22,7 @@ from langgraph_ctx import (
     is_summary,
 )
 from langgraph_ctx.markers import RECALL_PREFIX
+from langgraph_ctx.middleware.recall import RECALL_END
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -129,9 +130,110 @@ def test_create_context_agent_takes_recall_refresh_in_one_argument() -> None:
         )
         return list(model.calls[0].messages)
 
-    kept, fresh = ask("compression"), ask("call")
-    # Kept: the block leads, in the stable prefix; per call: in the last user message.
+    kept, fresh, delta = ask("compression"), ask("call"), ask("delta")
+    # Kept: the block leads, in the stable prefix; per call and delta (the first
+    # turn's lines are all new): in the last user message.
     assert RECALL_PREFIX in kept[0].text and RECALL_PREFIX not in kept[-1].text
     assert RECALL_PREFIX in fresh[-1].text and all(RECALL_PREFIX not in m.text for m in fresh[:-1])
+    assert [m.text for m in delta] == [m.text for m in fresh]
     with pytest.raises(ConfigurationError, match="recall_refresh"):
         create_context_agent(ScriptedChatModel(), recall_refresh="turn")  # type: ignore[arg-type]
+
+
+# -- recall_refresh="delta" (the default) -------------------------------------------
+
+
+def _rendered(call: Any) -> list[tuple[str, str]]:
+    return [(m.type, m.text) for m in call.messages]
+
+
+def _recall_lines(call: Any) -> list[str]:
+    """Every item line of every recall block in the prompt, in order."""
+    found: list[str] = []
+    for m in call.messages:
+        text = m.text
+        while RECALL_PREFIX in text:
+            block = text[text.index(RECALL_PREFIX) :]
+            end = block.index(RECALL_END)
+            found += [line for line in block[:end].split("\n")[1:] if line]
+            text = block[end:]
+    return found
+
+
+def test_delta_keeps_earlier_blocks_byte_identical_and_adds_only_new_lines() -> None:
+    model, events, _ = run("delta", turns=60)
+    calls, per_call = model.calls, _per_call(events)
+    rewritten = {
+        i for i, kinds in enumerate(per_call) if kinds & {"compression", "recall_blocks_dropped"}
+    }
+    extended = 0
+    for i in range(1, len(calls)):
+        before, now = _rendered(calls[i - 1]), _rendered(calls[i])
+        if i not in rewritten:
+            # Every earlier message, recall blocks included, is sent again as it was:
+            # a provider's prefix cache serves all of the previous prompt.
+            assert now[: len(before)] == before, f"call {i} changed the previous prompt"
+            extended += 1
+    assert extended >= len(calls) // 2  # a 6K window compresses every few turns
+    for i, call in enumerate(calls):
+        lines = _recall_lines(call)
+        assert len(lines) == len(set(lines))  # a line is shown once per prompt
+        # The city this turn asks about is in the prompt: recall still follows the turn.
+        city = CITIES[i % len(CITIES)]
+        assert any(f"Shipments to {city}" in line for line in lines), f"call {i}"
+        # Never in the stable prefix: the system message stays the summaries' own.
+        assert RECALL_PREFIX not in call.messages[0].text
+
+
+def test_delta_kept_blocks_stay_within_the_recall_limit_and_the_report_is_exact() -> None:
+    model, events, _ = run("delta", turns=60)
+    limit = BUDGET.auxiliary
+    counter = TokenCounter()
+    for call in model.calls:
+        assert counter.count_text("\n".join(_recall_lines(call))) <= limit
+    assert any(e["kind"] == "recall_blocks_dropped" for e in events)  # the limit was reached
+    sent = [
+        e["data"]["sent_utilization"] * BUDGET.window
+        for e in events
+        if "sent_utilization" in e["data"]
+    ]
+    received = [counter.count_messages(list(call.messages)) for call in model.calls]
+    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
+    assert max(received) <= BUDGET.red_line
+
+
+def test_a_compression_keeps_the_prefix_up_to_the_new_summary() -> None:
+    model, events, _ = run("delta", turns=60)
+    leads = [call.messages[0].text for call in model.calls]
+    compressions = {
+        i: kinds_data
+        for i, kinds_data in enumerate(_compressions(events))
+        if kinds_data is not None and not kinds_data["meta"] and kinds_data["seq"] > 1
+    }
+    assert compressions
+    for i in compressions:
+        # The system prompt and every earlier summary are the same bytes: only the
+        # new summary, appended, and what follows it miss the cache.
+        assert leads[i].startswith(leads[i - 1] + "\n\n"), f"call {i}"
+
+
+def _compressions(events: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Each model call's compression event's data, if it compressed."""
+    calls: list[dict[str, Any] | None] = []
+    for e in events:
+        if e["kind"] == "utilization":
+            calls.append(None)
+        if e["kind"] == "compression" and calls:
+            calls[-1] = e["data"]
+    return calls
+
+
+def test_the_agent_with_recall_compresses_deeper_and_keeps_recall_per_turn() -> None:
+    from langgraph_ctx.agent.strategies import strategy_middleware
+    from langgraph_ctx.middleware.compression import RECALL_TARGET
+
+    with_recall = strategy_middleware("tiered", recall=True)
+    without = strategy_middleware("tiered")
+    assert isinstance(with_recall, TieredCompression) and isinstance(without, TieredCompression)
+    assert with_recall.target_utilization == RECALL_TARGET < without.target_utilization
+    assert ProviderPlacement().recall_refresh == "delta"

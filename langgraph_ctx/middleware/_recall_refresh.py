@@ -1,0 +1,203 @@
+"""Where the recall block goes from call to call: :class:`ProviderPlacement`'s ``recall_refresh``.
+
+Recall makes a block for each call. A provider's prompt cache serves only an
+exact prefix of the previous prompt, so where the block goes decides what every
+later call pays:
+
+- ``"delta"`` (the default): each turn's user message carries the lines of its
+  recall block not already shown since the last compression, and keeps them,
+  byte-identical, on every later call. A turn pays for its new lines only;
+  earlier turns, their blocks included, stay a cached prefix, and the model
+  still sees every line this call's block holds (and those shown since). The
+  blocks kept never take more than recall's auxiliary limit: when new lines do
+  not fit, the latest turns' blocks are given up, newest first (the prompt
+  changes from the earliest of them: a few turns back, not the whole window),
+  and their lines that still rank join this turn's. A compression rewrites
+  everything after the summaries anyway: then this call's block starts over,
+  whole.
+- ``"compression"``: one block kept, byte-identical, as stable context right
+  after the summaries, until the stable prefix changes (a compression); then
+  this call's block replaces it. The fewest recall tokens sent, but recall
+  stops following the conversation until the next compression. A kept block
+  that no longer fits the room pre-flight left is replaced at once.
+- ``"call"``: nothing kept: the block is per-call context, in the last user
+  message (:func:`~langgraph_ctx.middleware.placement.place_messages`); each turn
+  pays for it and for the turn before, which no longer carries it.
+
+What is kept lives in the session's memory only (a restarted process starts
+over). Its tokens are reserved (``ctx.session.reserved``): pre-flight counts them
+as system content, so that compression makes room for them, and what recall
+counted for this call's block is taken back out of the usage report as far as
+it is not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langgraph_ctx.markers import KEY, is_ephemeral
+from langgraph_ctx.middleware._content import (
+    is_stable_system,
+    join_contents,
+    stable_signature,
+    text_of,
+)
+from langgraph_ctx.middleware.recall import block_lines, block_text
+from langgraph_ctx.pipeline import CallContext
+
+_KEPT = "placement.recall"
+"""``"compression"``: ``ctx.session.scratch`` and ``reserved`` key of the kept block."""
+_SHOWN = "placement.recall_shown"
+"""``"delta"``: ``ctx.session.scratch`` and ``reserved`` key of the blocks kept per turn."""
+
+
+@dataclass
+class _Shown:
+    """The recall blocks kept in the prompt since the stable prefix last changed."""
+
+    signature: int
+    lines: dict[str, list[str]] = field(default_factory=dict)
+    """The lines each turn's block holds, by its user message's id, oldest turn first."""
+    text: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Raw tokens each block adds to its user message."""
+    fresh: tuple[str, int] = ("", 0)
+    """The last block recall made and its raw tokens (a turn's calls share it)."""
+
+    def drop(self, anchor: str) -> None:
+        del self.lines[anchor], self.text[anchor], self.tokens[anchor]
+
+    def seen(self) -> set[str]:
+        return {line for lines in self.lines.values() for line in lines}
+
+
+def delta_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:
+    """``messages`` with the kept recall blocks in their turns' user messages and this
+    call's new lines in the last one's, instead of this call's block (see the
+    module docstring: ``"delta"``)."""
+    out = list(messages)
+    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
+    fresh = out.pop(at) if at is not None else None
+    human = next((m for m in reversed(out) if m.type == "human"), None)
+    if human is None or not human.id:
+        return list(messages)  # nothing to anchor a block to: per-call context
+    signature = stable_signature(out)
+    shown: _Shown | None = ctx.session.scratch.get(_SHOWN)
+    if shown is None or shown.signature != signature:
+        shown = _Shown(signature)  # a compression rewrote the prefix: start over
+    present = {str(m.id) for m in out if m.type == "human"}
+    for gone in [a for a in shown.lines if a not in present]:
+        shown.drop(gone)
+    fresh_raw = 0
+    if fresh is not None:
+        text = text_of(fresh)
+        if shown.fresh[0] != text:
+            shown.fresh = (text, ctx.counter.count_message(fresh))
+        fresh_raw = shown.fresh[1]
+        _add(shown, str(human.id), block_lines(text), _limit(fresh), ctx)
+    kept = sum(shown.tokens.values())
+    # Sent inside user messages: counted with the messages, as the prompt ceiling
+    # recounts them, instead of as system (pre-flight's) or auxiliary (recall's).
+    _take_back(ctx, "system", ctx.session.reserved.get(_SHOWN, 0))
+    _take_back(ctx, "auxiliary", fresh_raw)
+    _take_back(ctx, "messages", -kept)
+    ctx.session.reserved[_SHOWN] = kept
+    ctx.session.scratch[_SHOWN] = shown
+    return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
+
+
+def _add(shown: _Shown, anchor: str, fresh: list[str], limit: int, ctx: CallContext) -> None:
+    """This turn's block: ``fresh``'s lines not shown yet, added to what it holds;
+    the latest turns' blocks given up while they do not fit ``limit``."""
+    seen = shown.seen()
+    new = [line for line in fresh if line not in seen]
+    if not new:
+        return
+    lines = [*shown.lines.get(anchor, []), *new]
+    if anchor in shown.lines:
+        shown.drop(anchor)
+    apply = ctx.session.calibration.apply
+    dropped = 0
+    while True:
+        text = block_text(lines)
+        cost = ctx.counter.count_text(text + "\n\n")
+        if not shown.lines or apply(sum(shown.tokens.values()) + cost) <= limit:
+            break
+        dropped += shown.tokens[next(reversed(shown.lines))]
+        shown.drop(next(reversed(shown.lines)))  # the latest turn's block gives way
+        seen = shown.seen()
+        lines = [line for line in fresh if line not in seen]
+    shown.lines[anchor], shown.text[anchor], shown.tokens[anchor] = lines, text, cost
+    if dropped:  # the prompt changes from the earliest turn given up: said in the ledger
+        ctx.record("recall_blocks_dropped", {"tokens": dropped, "limit": limit})
+
+
+def _anchored(m: BaseMessage, blocks: dict[str, str]) -> BaseMessage:
+    block = blocks.get(str(m.id))
+    if block is None:
+        return m
+    return m.model_copy(update={"content": join_contents([block, m.content])})
+
+
+def _limit(fresh: BaseMessage) -> int:
+    marks = fresh.additional_kwargs.get(KEY, {}).get("recall", {})
+    limit = marks.get("limit")
+    return int(limit) if isinstance(limit, int) else int(marks.get("tokens", 0))
+
+
+def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:
+    """``messages`` with the session's kept recall block in place of this call's, as
+    stable context after the summaries (see the module docstring: ``"compression"``).
+
+    Pre-flight counted the kept block as system content (reserved) and recall
+    counted this call's block as auxiliary: the one not sent is taken back out.
+    """
+    out = list(messages)
+    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
+    fresh = out.pop(at) if at is not None else None
+    fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
+    signature = stable_signature(out)
+    kept = ctx.session.scratch.get(_KEPT)
+    block: BaseMessage | None
+    if kept is not None and kept[0] == signature and kept[1] is not None and _fits(ctx, fresh_raw):
+        block = kept[1]  # counted by pre-flight (reserved): recall's own count goes
+        _take_back(ctx, "auxiliary", fresh_raw)
+    else:  # the prefix changed (a compression) or the kept block no longer fits
+        block = _stable(fresh) if fresh is not None else None  # counted by recall
+        _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0))
+        ctx.session.scratch[_KEPT] = (signature, block)
+        ctx.session.reserved[_KEPT] = ctx.counter.count_message(block) if block else 0
+    if block is None:
+        return out
+    last = max((j for j, m in enumerate(out) if is_stable_system(m)), default=-1)
+    return [*out[: last + 1], block, *out[last + 1 :]]
+
+
+def _take_back(
+    ctx: CallContext, component: Literal["system", "messages", "auxiliary"], raw: int
+) -> None:
+    if ctx.usage is not None and raw:
+        ctx.adjust_usage(component, -raw)
+
+
+def _is_recall(m: BaseMessage) -> bool:
+    marks: Any = m.additional_kwargs.get(KEY)
+    return is_ephemeral(m) and isinstance(marks, dict) and "recall" in marks
+
+
+def _stable(block: BaseMessage) -> BaseMessage:
+    """The recall block as stable context: same text, no longer marked ephemeral."""
+    marks = {k: v for k, v in block.additional_kwargs.get(KEY, {}).items() if k != "ephemeral"}
+    return SystemMessage(block.content, id=block.id, additional_kwargs={KEY: marks})
+
+
+def _fits(ctx: CallContext, fresh_raw: int) -> bool:
+    """Whether the prompt, with the kept block (reserved) instead of this call's
+    block (``fresh_raw`` tokens), stays under the red line."""
+    if ctx.usage is None:
+        return True
+    return ctx.usage.total - ctx.session.calibration.apply(fresh_raw) <= ctx.budget.red_line
