@@ -162,7 +162,7 @@ def evaluate(
 
 
 def long_horizon(
-    strategies: Sequence[Any] = ("ours", "adacom", "none"),
+    strategies: Sequence[Any] = ("ours", "adacom", "summarization", "langmem", "none"),
     *,
     turns: int = 10_000,
     peer_turns: int = 1_000,
@@ -170,8 +170,8 @@ def long_horizon(
 ) -> list[str]:
     """The harness's long-horizon workload (``turns`` for ours, the first
     ``peer_turns`` for the others; the harness's full length is 10,000 and 1,000,
-    ``--quick`` 1,000 and 300; 128K window) through ours, AdaCoM and no
-    management (by default)."""
+    ``--quick`` 1,000 and 300; 128K window) through ours, AdaCoM,
+    SummarizationMiddleware, langmem and no management (by default)."""
     from harness import WORKLOADS, run, synthetic
 
     quick = (turns, peer_turns) == (1_000, 300)
@@ -239,8 +239,9 @@ def management_calls(result: Any, seconds: float) -> list[str]:
         *table(head, rows),
         "",
         "Manager calls: AdaCoM's offline policy, consulted on every model call (`every=1`);",
-        "summarizer calls: ours' summaries made. All use the same extractive summarizer",
-        "(AdaCoM's extracts and condensed digests, ours' summaries); no management has none.",
+        "summarizer calls: the summaries ours and the peers made. All use the same extractive",
+        "summarizer (AdaCoM's extracts and condensed digests, ours' and the peers' summaries,",
+        "the peers' behind the chat-model interface); no management has none.",
         "`own ms per call`: the pipeline's own time, mean over the calls (the overhead per",
         f"call). The run took {seconds / 60:.0f} min on 2 cores shared with other runs.",
     ]
