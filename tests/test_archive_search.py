@@ -211,6 +211,31 @@ def test_a_planted_answer_is_found_wherever_it_sits(archive: MessageArchive) -> 
         assert hits[0].message_id == f"m{at}", (at, ids(hits))
 
 
+def test_within_a_name_finds_the_long_passage_among_many_that_share_the_question(
+    archive: MessageArchive,
+) -> None:
+    # The fact is a long JSON row; short questions about other vendors share "account
+    # id" and one of the name's words, and short lines name the vendor hundreds of times.
+    fact = json.dumps(
+        {"order_id": "SO-1", "customer": "Nakamura Supply", "status": "open", "total": 12.5}
+        | {"note": "Finance reviewed the rate card before month end.", "contact": "P. Okafor"}
+        | {"account_id": "ACC-48213"}
+    )
+    texts = [f"retrying export for Nakamura Supply (attempt {i % 5}/5)" for i in range(300)]
+    texts += [f"What is the account id for {v}?" for v in ("Nakamura Freight", "Okafor Supply")]
+    texts += [f"The account id for Varga Labs {i} is ACC-{i:05d}." for i in range(50)]
+    texts.insert(137, fact)
+    messages = [HumanMessage(t, id=f"m{i}") for i, t in enumerate(texts)]
+    archive.put("t", messages, reason="compressed")
+    question = "What is the account id for Nakamura Supply?"
+    assert "m137" not in ids(archive.search("t", question, limit=32))
+    hits = archive.search("t", question, limit=5, within="Nakamura Supply")
+    assert ids(hits)[0] == "m137" and "ACC-48213" in hits[0].passage
+    # Only passages that hold every word of the name: never the other vendors'.
+    assert all("nakamura supply" in h.passage.casefold() for h in hits)
+    assert archive.search("t", question, within="Nakamura Supplies") == []
+
+
 # -- scopes never leak -----------------------------------------------------------------
 
 VOCABULARY = ["alpha", "bravo", "charlie", "delta", "SHP-0042", "call_0", "Müller", "the", "of"]

@@ -250,8 +250,8 @@ class MemoryRecall(RoomFiller):
         """The question's hits, then each of its names' (see :func:`searches`)."""
         assert self.archive is not None and r.thread is not None  # asked only then
         found = [
-            self.archive.search(r.thread, query, limit=n, namespace=r.namespace)
-            for query, n in searches(r.query, limit, self.archive_hits)
+            self.archive.search(r.thread, r.query, limit=n, namespace=r.namespace, within=name)
+            for name, n in searches(r.query, limit, self.archive_hits)
         ]
         return _union(found)
 
@@ -259,8 +259,10 @@ class MemoryRecall(RoomFiller):
         """The question's hits, then each of its names' (see :func:`searches`)."""
         assert self.archive is not None and r.thread is not None  # asked only then
         found = [
-            await self.archive.asearch(r.thread, query, limit=n, namespace=r.namespace)
-            for query, n in searches(r.query, limit, self.archive_hits)
+            await self.archive.asearch(
+                r.thread, r.query, limit=n, namespace=r.namespace, within=name
+            )
+            for name, n in searches(r.query, limit, self.archive_hits)
         ]
         return _union(found)
 
@@ -378,12 +380,13 @@ def _ranked(
 
 
 def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
-    """The archive searches for ``query``: ``(query, limit)`` each. The question itself,
-    then each name in it (:func:`names_in`) alone, for ``_OVERFETCH * shown`` more:
-    when earlier turns asked the same about other things, a question's words fill
-    the first search with them, and the passages that name the thing asked about
-    are found by its name."""
-    return [(query, limit), *((name, _OVERFETCH * shown) for name in names_in(query))]
+    """The archive searches for ``query``: ``(within, limit)`` each, all ranked by the
+    question. The first among all passages; then, for each name in it (:func:`names_in`),
+    among the passages that hold the name, for ``_OVERFETCH * shown`` more: when earlier
+    turns asked the same about other things, a question's words fill the first search
+    with them, and a passage that names the thing asked about may be one of thousands
+    that name it, found by the question's other words."""
+    return [("", limit), *((name, _OVERFETCH * shown) for name in names_in(query))]
 
 
 def names_in(query: str) -> list[str]:

@@ -32,6 +32,14 @@ from langgraph_ctx.retrieval.text import K1, B, idf, terms
 
 __all__ = ["Doc", "LexicalIndex", "TextIndex", "query_terms", "split_words"]
 
+BUDGET = 10_000
+"""Postings a search walks at most (see :meth:`_Shard.search`): a term whose postings
+would pass it only adds to the best ``limit * 8`` docs the rarer terms found, by a
+bisection each, and a query whose every term is that common walks its rarest term's
+newest postings. So a search costs at most this many postings and a few bisections
+per common term, however large the scope grows; below it, the top k is exact."""
+_FINISHED = 8
+
 MAX_QUERY_TERMS = 64
 """Terms of a query kept (its first distinct ones): a pasted document is no question."""
 
@@ -191,8 +199,23 @@ class _Shard:
         k1p, base, slope = K1 + 1, K1 * (1 - B), K1 * B / avg
         acc: dict[int, float] = {}
         probing = False
+        spent = 0
         for i, (term_idf, term) in enumerate(found):
             docs, tfs = self.postings[term]
+            if i == 0 and len(docs) > BUDGET:  # every term common: its newest docs
+                docs, tfs = docs[-BUDGET:], tfs[-BUDGET:]
+            elif not probing and i > 0 and spent + len(docs) > BUDGET:
+                # Too common to walk: it only adds to the best docs the rarer terms
+                # found (as the SQL engines' plans do), each by a bisection.
+                probing = True
+                acc = dict(
+                    heapq.nlargest(
+                        limit * _FINISHED,
+                        acc.items(),
+                        key=lambda kv: kv[1] * get_weight(groups[kv[0]], 1.0),
+                    )
+                )
+            spent += len(docs)
             if not probing and len(acc) >= limit:
                 kept = top(ranked(acc, groups, weights), limit)
                 kth = -kept[-1][0]
@@ -216,6 +239,53 @@ class _Shard:
                 if length >= 0:
                     acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
         return top(ranked(acc, groups, weights), limit)
+
+    def holding(self, words: Iterable[str]) -> list[int]:
+        """The live docs that hold every one of ``words``: the intersection of their
+        postings, from the shortest (set operations, in C)."""
+        lists = sorted((self.postings.get(w) for w in set(words)), key=_length)
+        if not lists or lists[0] is None:
+            return []
+        docs = set(lists[0][0])
+        for entry in lists[1:]:
+            assert entry is not None  # sorted: a missing word's None comes first
+            docs.intersection_update(entry[0])
+        lengths = self.lengths
+        return [d for d in docs if lengths[d] >= 0]
+
+    def rank_within(
+        self, query: Sequence[str], docs: Sequence[int], limit: int, *, owners: bool
+    ) -> list[tuple[float, int]]:
+        """:meth:`search` among ``docs`` only: each scored on every query term, by
+        looking it up in the term's postings (a few docs: a bisection each) or by
+        walking them (many docs), whichever reads fewer entries."""
+        if not docs:
+            return []
+        n, avg = self.live, (self.tokens / self.live) or 1.0
+        lengths = self.lengths
+        k1p, base, slope = K1 + 1, K1 * (1 - B), K1 * B / avg
+        acc = dict.fromkeys(docs, 0.0)
+        for term in query:
+            entry = self.postings.get(term)
+            if entry is None:
+                continue
+            postings, tfs = entry
+            term_idf = idf(n, self.df(term))
+            if len(acc) * 16 < len(postings):
+                pairs = []
+                for d in acc:
+                    j = bisect_left(postings, d)
+                    if j < len(postings) and postings[j] == d:
+                        pairs.append((d, tfs[j]))
+            else:
+                pairs = [(d, tf) for d, tf in zip(postings, tfs, strict=True) if d in acc]
+            for d, tf in pairs:
+                acc[d] += term_idf * tf * k1p / (tf + base + slope * lengths[d])
+        return best(ranked(acc, self.groups, {}), limit, owners=self.owners if owners else None)
+
+
+def _length(entry: tuple[array[int], array[int]] | None) -> int:
+    return -1 if entry is None else len(entry[0])
 
 
 def best(
@@ -299,23 +369,44 @@ class LexicalIndex:
         shard, found = self._search(scope, query, limit, weights or {}, owners=False)
         return [(shard.keys[d], -score) for score, d in found]
 
-    def search_owners(self, scope: Hashable, query: str, *, limit: int = 10) -> Owned:
+    def search_owners(
+        self, scope: Hashable, query: str, *, limit: int = 10, within: str = ""
+    ) -> Owned:
         """The ``limit`` best owners of ``scope`` (see :class:`Doc`), each ranked by its
         best doc: ``(owner, score, that doc's key)``, best first. Exact, by the same
-        MaxScore as :meth:`search`, with the k-th score an owner's."""
-        shard, found = self._search(scope, query, limit, {}, owners=True)
+        MaxScore as :meth:`search`, with the k-th score an owner's.
+
+        ``within``: only docs that hold every term of it (a name asked about) are
+        ranked. Their postings' intersection is the candidates, so a question about
+        one of many things that share its wording finds the passages that name it,
+        best by the question's words, however many passages name it alone.
+        """
+        shard, found = self._search(scope, query, limit, {}, owners=True, within=within)
         return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
 
     def _search(
-        self, scope: Hashable, query: str, limit: int, weights: Mapping[str, float], *, owners: bool
+        self,
+        scope: Hashable,
+        query: str,
+        limit: int,
+        weights: Mapping[str, float],
+        *,
+        owners: bool,
+        within: str = "",
     ) -> tuple[_Shard, list[tuple[float, int]]]:
         check_limit(limit)
         wanted = query_terms(query)
+        required = query_terms(within)
         with self._lock:
             shard = self._shards.get(scope)
             if shard is None or not wanted:
                 return _Shard(), []
             # Keys are read after the lock: a shard's lists only grow (compact keeps them).
+            if required:  # every candidate holds them: only the other words rank
+                words = [t for t in wanted if t not in required]
+                return shard, shard.rank_within(
+                    words, shard.holding(required), limit, owners=owners
+                )
             return shard, shard.search(wanted, limit, weights, owners=owners)
 
     # A large scope takes milliseconds: off the event loop.

@@ -71,7 +71,10 @@ class PassageRanking:
     """
 
     def __init__(self, query: str, texts: Sequence[str], names: Collection[str] = ()) -> None:
-        wanted = query_terms(query)
+        # A name counts once, as a name: its words again would favour the shortest
+        # passages that name it (a heading, a log line) over the one that answers.
+        named = {t for name in names for t in query_terms(name)}
+        wanted = [t for t in query_terms(query) if t not in named]
         self._texts = [passages(t) for t in texts]
         every = [p for ps in self._texts for p in ps]
         df = Counter(t for p in every for t in wanted if t in p.terms)

@@ -77,6 +77,7 @@ def search(
     limit: int,
     weight: float = 1.0,
     params: Mapping[str, Any] | None = None,
+    required: Sequence[str] = (),
 ) -> tuple[list[tuple[Any, ...]], MaxScorePlan[Any]]:
     """The best ``limit`` rows ``ranked`` gave for ``scope`` and ``words`` (one per key,
     its best), and the plan that ran.
@@ -87,7 +88,8 @@ def search(
     taking ``:match`` (the expression), ``:limit`` and ``params``, returning
     (key, score, anything else) best first, a key at most once: a rowid, or a
     message id whose passages it groups. ``weight``: the largest factor ``ranked``
-    multiplies a bm25() score by.
+    multiplies a bm25() score by. ``required``: terms every row ranked must hold
+    (ANDed with each round; none found, nothing is).
     """
     # An upper bound of the row count (ids only grow; bounds stay bounds when it is
     # too high): cheaper than count(*).
@@ -100,6 +102,8 @@ def search(
         ).fetchall()
     )
     present = [w for w in words if df.get(w)]
+    if any(not df.get(w) for w in required):
+        return [], MaxScorePlan({}, limit)
     plan: MaxScorePlan[Any] = MaxScorePlan(
         {w: bound(fts_idf(rows, df[w]), weight) for w in present},
         limit,
@@ -113,6 +117,8 @@ def search(
         new, done = step
         later = [w for w in present if w not in new and w not in done]
         match = f"({_any(column, new)}" + (f" NOT {_any(column, done)})" if done else ")")
+        if required:
+            match = f"{column}:(" + " AND ".join(f'"{w}"' for w in required) + f") AND {match}"
         if token is not None:
             match = f"{token} AND {match}"
             if later:

@@ -113,12 +113,14 @@ def search(
     words: Sequence[str],
     limit: int,
     weights: Mapping[str, float] | None = None,
+    required: Sequence[str] = (),
 ) -> Steps:
     """Steps of a search of ``table``'s rows of ``scope`` (the lexeme of their
     ``search_scope``) for ``words``: returns the best ``limit`` (key, score), score =
     BM25 times the weight of the row's group; (key, score, passage) for a table of
     passages. The caller checks the rows it reads for the scope's own labels: a lexeme
-    is an md5, and the labels are the guarantee."""
+    is an md5, and the labels are the guarantee. ``required``: words every row ranked
+    must hold (ANDed with each round)."""
     weights = weights or {}
     stats = yield _STATS, {"words": " ".join(words), "scope": scope}
     df = {r["term"]: int(r["df"]) for r in stats if int(r["df"]) > 0}
@@ -157,6 +159,7 @@ def search(
     while (step := plan.next_round()) is not None:
         new, done = step
         match = f"{_lexeme(scope)} & {_any(new)}" + (f" & !{_any(done)}" if done else "")
+        match += "".join(f" & {_lexeme(w)}" for w in required)
         rows = yield sql, {**fixed, "match": match}
         scored = [(str(r["key"]), float(r["score"])) for r in rows]
         if table.passage is not None:

@@ -37,7 +37,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict, messages_to
 
 from langgraph_ctx._workers import in_thread
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.retrieval.index import Doc, LexicalIndex, split_words
+from langgraph_ctx.retrieval.index import Doc, LexicalIndex, query_terms, split_words
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage._base import SQLiteTable
 from langgraph_ctx.storage._passages import first_of_each, passage_rows, write_sqlite
@@ -96,7 +96,13 @@ class MessageArchive(Protocol):
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]: ...
 
     def search(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]:
         """The archived messages of ``thread_id`` (and ``namespace``) that best match ``query``.
 
@@ -106,11 +112,20 @@ class MessageArchive(Protocol):
         and namespace's messages are ever returned. A query with no terms, or a
         thread that archived nothing, returns ``[]``; an empty thread id or a
         ``limit`` below 1 raises :class:`ConfigurationError`.
+
+        ``within``: only passages that hold every term of it (a name the question
+        asks about) are ranked, by ``query``: the engine intersects their postings.
         """
         ...
 
     async def asearch(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]: ...
 
 
@@ -176,12 +191,18 @@ class InMemoryArchive:
         return [row.message.model_copy(deep=True) for row in rows]
 
     def search(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]:
         if not check_search(thread_id, query, limit):
             return []
         scope = (thread_id, namespace)
-        found = self._index.search_owners(scope, query, limit=limit)
+        found = self._index.search_owners(scope, query, limit=limit, within=within)
         with self._lock:
             rows = self._rows.get(scope, {})
             kept = [(key, rows[key], score, passage) for key, score, passage in found]
@@ -274,20 +295,28 @@ class SQLiteArchive(SQLiteTable):
         )
 
     def search(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]:
         words = split_words(check_search(thread_id, query, limit))
+        required = split_words(query_terms(within))
         if not words:
             return []
-        scoped = _fts.scoped_terms(_fts.scope_token(thread_id, namespace), words)
+        token = _fts.scope_token(thread_id, namespace)
         with self._lock:
             found, _ = _fts.search(
                 self._conn,
                 table="lgctx_archive_passages",
                 ranked=_RANKED,
                 scope=None,  # the terms carry it
-                words=scoped,
+                words=_fts.scoped_terms(token, list(dict.fromkeys([*words, *required]))),
                 limit=limit,
+                required=_fts.scoped_terms(token, required),
             )
             got = self._conn.execute(
                 "SELECT message_id, position, reason, archived_at, content_json"

@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
-from langgraph_ctx.retrieval.index import split_words
+from langgraph_ctx.retrieval.index import query_terms, split_words
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgsearch as pgsearch
 from langgraph_ctx.storage._passages import first_of_each, passage_rows
@@ -141,18 +141,30 @@ class PostgresArchive(PgTable):
         return _decode(await self._aread(_LIST, (thread_id, namespace)))
 
     def search(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]:
         hits: builtins.list[ArchiveHit] = pgsearch.run(
-            _search(thread_id, query, limit, namespace), self._read
+            _search(thread_id, query, limit, namespace, within), self._read
         )
         return hits
 
     async def asearch(
-        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = ""
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = 10,
+        namespace: str = "",
+        within: str = "",
     ) -> builtins.list[ArchiveHit]:
         hits: builtins.list[ArchiveHit] = await pgsearch.arun(
-            _search(thread_id, query, limit, namespace), self._aread
+            _search(thread_id, query, limit, namespace, within), self._aread
         )
         return hits
 
@@ -166,13 +178,20 @@ def _decode(rows: Sequence[dict[str, Any]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([r["content"] for r in rows])
 
 
-def _search(thread_id: str, query: str, limit: int, namespace: str) -> pgsearch.Steps:
+def _search(thread_id: str, query: str, limit: int, namespace: str, within: str) -> pgsearch.Steps:
     words = split_words(check_search(thread_id, query, limit))
+    required = split_words(query_terms(within))
     if not words:
         return []
     params = {"thread": thread_id, "ns": namespace}
     scope = pgsearch.scope_lexeme("p", thread_id, namespace)
-    found = yield from pgsearch.search(_PASSAGES, scope=scope, words=words, limit=limit)
+    found = yield from pgsearch.search(
+        _PASSAGES,
+        scope=scope,
+        words=list(dict.fromkeys([*words, *required])),
+        limit=limit,
+        required=required,
+    )
     if not found:
         return []
     rows = yield _HITS, {**params, "ids": [key for key, _, _ in found]}

@@ -1,0 +1,255 @@
+"""Where the long-horizon probes are lost: one run of the long session, every probe
+traced through recall's stages.
+
+Run from the repo root::
+
+    python benchmarks/long_recall.py [--turns 10000] [--seed 0] [--every-call]
+
+The session, the graph and the middleware are the harness's ``ours+recall`` on the
+``long`` workload (synthetic.long_session, 128K window, in-memory archive and
+checkpointer). Recall is ephemeral: what it injects is never checkpointed nor
+archived, so the history, the archive and every summary at a probe's call are the
+same whether or not recall ran on the calls before. So by default recall runs only
+on the calls where a probe is due (``--every-call`` runs it on all, as the harness
+does; the probes kept must come out the same). For every probe the stage where its
+value was lost is recorded, in the order recall meets them:
+
+- ``kept``: the value is in the prompt;
+- ``in history``: the message that stated it is still in the active history;
+- ``not archived``: neither in the history nor in the archive (a summary lost it);
+- ``not searched up``: archived, but not among the archive searches' hits;
+- ``ranked out``: among the hits, but not in the best ``archive_hits`` by passage;
+- ``snippet cut``: shown, but its snippet left the value out;
+- ``over budget``: ranked in, but the auxiliary budget had no room for its line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import emit, header, table
+from harness.recorder import Recorder
+from harness.runner import replay
+from harness.session import TokenTally, holds, prompt_text
+from harness.strategies import Replay, Setup, Strategy, TimedPipeline, _one_node
+from harness.summaries import CountingSummarizer
+from harness.synthetic import LONG_RESULT_CHARS, long_session
+
+from langgraph_ctx.agent.nodes import call_llm_node
+from langgraph_ctx.markers import KEY
+from langgraph_ctx.middleware import MemoryRecall, PreflightCheck, TieredCompression
+from langgraph_ctx.middleware.recall import _ranked
+from langgraph_ctx.pipeline import CallContext, Hook, View
+from langgraph_ctx.storage.archive import ArchiveHit, InMemoryArchive
+from langgraph_ctx.testing.workloads import generate_session
+
+STAGES = (
+    "kept",
+    "in history",
+    "not archived",
+    "not searched up",
+    "ranked out",
+    "snippet cut",
+    "over budget",
+)
+DEEP = 5_000
+"""How deep a second search looks for a fact not among recall's hits (diagnosis only)."""
+
+
+@dataclass
+class Trace:
+    """One probe at its call: where its fact's message was and what recall did with it."""
+
+    probe: str
+    turn: int
+    fact_turn: int
+    stage: str = ""
+    search_rank: int | None = None
+    """The fact message's place in a deep search for the question (1 = first)."""
+    ranked_at: int | None = None
+    """Its place among the candidates after re-ranking by passage."""
+
+
+class TracedRecall(MemoryRecall):
+    """:class:`MemoryRecall` that traces the probes due at the call (benchmark only)."""
+
+    def __init__(
+        self, recorder: Recorder, facts: dict[str, tuple[str, str, int]], archive: InMemoryArchive
+    ) -> None:
+        super().__init__(archive=archive)
+        self.memory = archive
+        self.recorder, self.facts, self.every_call = recorder, facts, False
+        self.traces: dict[str, Trace] = {}
+        self.states: dict[str, tuple[Any, frozenset[str], int]] = {}
+        """Each probe's request, active ids and archive size: for an offline replay."""
+
+    def before(self, view: View, ctx: CallContext) -> Hook[View]:
+        if not self.every_call and self.recorder.step not in self.recorder.due:
+            return view
+        return (yield from super().before(view, ctx))
+
+    def _inject(
+        self, view: View, ctx: CallContext, r: Any, found: Any, active: Any, *a: Any
+    ) -> View:
+        out = super()._inject(view, ctx, r, found, active, *a)
+        for probe in self.recorder.due.get(self.recorder.step, ()):
+            assert self.archive is not None
+            size = len(self.memory._rows.get((r.thread, r.namespace), {}))
+            self.states[probe.id] = (r, active, size)
+            self.traces[probe.id] = self._trace(probe.id, view, ctx, r, found, active, out)
+        return out
+
+    def _trace(
+        self, pid: str, view: View, ctx: CallContext, r: Any, found: Any, active: Any, out: View
+    ) -> Trace:
+        source, value, fact_turn = self.facts[pid]
+        trace = Trace(pid, int(pid.split()[2]), fact_turn)
+        assert self.archive is not None and r.thread is not None
+        if holds(prompt_text(list(out.get("messages") or ())), (value,), False):
+            trace.stage = "kept"
+        elif source in active:
+            trace.stage = "in history"
+        elif self.archive.get(r.thread, source, namespace=r.namespace) is None:
+            trace.stage = "not archived"
+        deep = self.archive.search(r.thread, r.query, limit=DEEP, namespace=r.namespace)
+        ids = [h.message_id for h in deep]
+        trace.search_rank = ids.index(source) + 1 if source in ids else None
+        if trace.stage:
+            return trace
+        hits: list[ArchiveHit] = found[2]
+        hits = [h for h in hits if h.kind == "tool_result" or h.message_id not in active]
+        hits = [h for h in hits if h.kind != "summary"]
+        if source not in {h.message_id for h in hits}:
+            trace.stage = "not searched up"
+            return trace
+        items = _ranked([], hits, r.query, len(hits), self.snippet_tokens, ctx)
+        order = [item.message_id for _, item in items if isinstance(item, ArchiveHit)]
+        trace.ranked_at = order.index(source) + 1
+        if trace.ranked_at > self.archive_hits:
+            trace.stage = "ranked out"
+            return trace
+        block = next((m for m in out.get("messages") or () if m.id == "lgctx-recall"), None)
+        shown = (block.additional_kwargs[KEY]["recall"]["ids"]) if block is not None else []
+        trace.stage = "snippet cut" if source in shown else "over budget"
+        return trace
+
+
+def build(
+    setup: Setup, facts: dict[str, tuple[str, str, int]], every_call: bool
+) -> tuple[Replay, TracedRecall]:
+    archive = InMemoryArchive()
+    assert setup.model._recorder is not None
+    recall = TracedRecall(setup.model._recorder, facts, archive=archive)
+    recall.every_call = every_call
+    middleware = [
+        PreflightCheck(),
+        TieredCompression(summarizer=CountingSummarizer(setup.log), archive=archive),
+        recall,
+    ]
+    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+    graph = _one_node(setup, call_llm_node(setup.model), pipeline)
+    return Replay(graph, setup, setup.policy), recall
+
+
+def fact_sources(seed: int, turns: int) -> dict[str, tuple[str, str, int]]:
+    """Each probe's id -> (the id of the message stating its fact, its value, its turn)."""
+    script = generate_session(
+        turns, seed=seed, tool_rate=1.0, result_chars=LONG_RESULT_CHARS, probe_rate=0.05
+    )
+    out = {}
+    for t in script.turns:
+        if t.probe is None:
+            continue
+        f = t.probe
+        source = f"t{f.turn:04d}-user" if f.where == "user" else f"t{f.turn:04d}-tool-0"
+        out[f"long: turn {t.index} {f.key}"] = (source, f.value, f.turn)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dump", type=Path, help="pickle the archive and probe states here")
+    parser.add_argument("--every-call", action="store_true", help="recall on every call")
+    args = parser.parse_args(argv)
+    session = long_session(args.seed, args.turns)
+    facts = fact_sources(args.seed, args.turns)
+    built: list[TracedRecall] = []
+
+    def make(setup: Setup) -> Replay:
+        graph, recall = build(setup, facts, args.every_call)
+        built.append(recall)
+        return graph
+
+    strategy = Strategy("ours+recall", "ours + recall from the archive", make)
+    start, cpu = time.perf_counter(), time.process_time()
+    run = replay(
+        strategy,
+        session,
+        lambda s, model, clock, log: Setup(
+            s, 128_000, model, _saver(), clock, log, TokenTally(), "long"
+        ),
+        window=128_000,
+        tally=TokenTally(),
+        cut=2.0,
+    )
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    traces = built[-1].traces
+    kept = sum(run.probes.values())
+    stages = Counter(t.stage for t in traces.values())
+    # A probe the harness scored kept is kept, whatever the trace saw before placement.
+    lines = header(f"Where the long-horizon probes are lost ({args.turns:,} turns)")
+    mode = "every call" if args.every_call else "the probe calls only"
+    command = f"python benchmarks/long_recall.py --turns {args.turns}" + (
+        " --every-call" if args.every_call else ""
+    )
+    lines += [
+        f"Command: `{command}` (recall on {mode}; {wall / 60:.1f} min wall, "
+        f"{cpu / 60:.1f} min CPU).",
+        "",
+        f"- Probes kept (the harness's test, the value in the prompt): **{kept}/{len(run.probes)} "
+        f"({kept / max(1, len(run.probes)):.0%})**",
+        f"- Own time per call (the pipeline's, the model's taken out): "
+        f"{1000 * sum(run.managed_seconds) / max(1, run.calls):.1f} ms over {run.calls:,} calls",
+        "",
+        *table(
+            ["stage where the probe is lost", "probes"],
+            [[s, str(stages.get(s, 0))] for s in STAGES]
+            + [["not traced", str(len(run.probes) - len(traces))]],
+        ),
+        "",
+    ]
+    ranks = [t.search_rank for t in traces.values() if t.stage == "not searched up"]
+    if ranks:
+        found = sorted(r for r in ranks if r is not None)
+        lines += [
+            f"Not searched up: the fact's message in a search {DEEP:,} deep for the question: "
+            f"{len(found)} of {len(ranks)} found, at rank median "
+            f"{found[len(found) // 2] if found else '-'}.",
+            "",
+        ]
+    emit("long_recall_stages", lines)
+    if args.dump is not None:
+        recall = built[-1]
+        rows = list(recall.memory._rows.get(("long", ""), {}).values())
+        with args.dump.open("wb") as f:
+            pickle.dump((rows, recall.states, facts, run.probes, traces), f)
+    return 0
+
+
+def _saver() -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return InMemorySaver()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
