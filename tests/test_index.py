@@ -79,6 +79,49 @@ def test_search_is_bm25s_exact_top_k_after_any_writes(
         assert score == pytest.approx(expected[key])
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join),
+    within=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
+    limit=st.integers(1, 6),
+)
+def test_within_ranks_only_docs_holding_every_word_by_the_other_words(
+    texts: list[str], query: str, within: str, limit: int
+) -> None:
+    index = LexicalIndex()
+    index.add("scope", [Doc(f"k{i}", t, owner=f"k{i}") for i, t in enumerate(texts)])
+    required = set(query_terms(within))
+    holders = {f"k{i}" for i, t in enumerate(texts) if required <= set(terms(t))}
+    found = index.search_owners("scope", query, limit=limit, within=within)
+    assert {key for key, _, _ in found} <= holders
+    assert len(found) == (min(limit, len(holders)) if query_terms(query) else 0)
+    # Scored on the question's other words only (every holder has the name's).
+    others = " ".join(t for t in query_terms(query) if t not in required)
+    expected = brute_force(
+        {k: (t, "") for k, t in zip([f"k{i}" for i in range(len(texts))], texts)}, others, {}
+    )
+    for key, score, _ in found:
+        assert score == pytest.approx(expected.get(key, 0.0))
+    scores = [score for _, score, _ in found]
+    assert scores == sorted(scores, reverse=True)
+    best = max((expected.get(k, 0.0) for k in holders), default=0.0)
+    assert not found or scores[0] == pytest.approx(best)
+
+
+def test_a_doc_with_the_rare_term_is_first_when_the_common_terms_pass_the_budget() -> None:
+    # Common words in far more docs than a search walks; the answer holds the rare one.
+    index = LexicalIndex()
+    common = [Doc(f"c{i}", f"shipment update {i}: the vessel left port") for i in range(25_000)]
+    index.add("scope", common[:12_000])
+    index.add("scope", [Doc("answer", "the vessel Ever Given carries shipment SHP-0042 now")])
+    index.add("scope", common[12_000:])
+    found = index.search("scope", "Which vessel carries shipment SHP-0042?", limit=3)
+    assert found[0][0] == "answer"
+    # Every term common: the newest docs that hold them, still the best by BM25 among them.
+    assert len(index.search("scope", "shipment vessel port", limit=5)) == 5
+
+
 def test_scopes_have_their_own_docs_and_statistics() -> None:
     index = LexicalIndex()
     index.add(("t1", ""), [Doc("a", "apple pear"), Doc("b", "apple")])

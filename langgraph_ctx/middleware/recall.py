@@ -9,7 +9,10 @@ re-measured it), so it must run after :class:`PreflightCheck`. Per call:
    the :class:`~langgraph_ctx.retrieval.memory.MemoryBank`; a slow, failing or
    unreachable store records ``recall_timeout`` / ``recall_error`` and the call
    goes on without recall. The archive needs no scope (it is the thread's own);
-   memories do, and a call without one says so (``recall_scope``, once a session);
+   memories do, and a call without one says so (``recall_scope``, once a session).
+   The archive is searched with the query, then with it again within each name
+   the query asks about (only passages holding the name, ranked by the other
+   words: see :func:`searches`);
 3. drop archived hits still in the active history, re-rank the rest by their best
    passage among the candidates and the names asked about
    (:mod:`~langgraph_ctx.retrieval.passages`; the archive found them by their

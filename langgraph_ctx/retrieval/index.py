@@ -8,6 +8,8 @@ term can add at most ``idf * (k1 + 1)`` to a text's score, so once the k-th
 best score found exceeds what the remaining (common) terms could add together,
 texts holding only those terms cannot reach the top k and are never scored.
 The result is the exact top k, at a cost that follows the rare terms' postings.
+Past :data:`BUDGET` postings a common term only adds to the best texts found,
+as the SQL engines' plans do, so a search's cost stops growing with the scope.
 
 - :class:`LexicalIndex`: in process, for the in-memory archive and memory bank.
 - :class:`~langgraph_ctx.retrieval.maxscore.MaxScorePlan`: the rounds of the same

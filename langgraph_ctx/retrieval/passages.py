@@ -19,7 +19,9 @@ A name is matched whole. Words cannot tell "the invoice for Nakamura Supply" fro
 the invoice for Whitfield Supply or a contact called Nakamura: each shares words
 with the question. So the caller may give the question's ``names`` (its entities:
 proper names, ids, dates), and a passage that names more of them outranks any
-that names fewer: it gets, for each, more than any passage can score on words.
+that names fewer: it gets, for each, more than any passage can score on words,
+and the name's own words are not scored again (they would favour the shortest
+passages that name it, a heading or a log line, over the row that answers).
 """
 
 from __future__ import annotations

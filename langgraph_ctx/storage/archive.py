@@ -96,13 +96,7 @@ class MessageArchive(Protocol):
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[BaseMessage]: ...
 
     def search(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
         """The archived messages of ``thread_id`` (and ``namespace``) that best match ``query``.
 
@@ -119,13 +113,7 @@ class MessageArchive(Protocol):
         ...
 
     async def asearch(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]: ...
 
 
@@ -191,13 +179,7 @@ class InMemoryArchive:
         return [row.message.model_copy(deep=True) for row in rows]
 
     def search(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
         if not check_search(thread_id, query, limit):
             return []
@@ -295,13 +277,7 @@ class SQLiteArchive(SQLiteTable):
         )
 
     def search(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
         words = split_words(check_search(thread_id, query, limit))
         required = split_words(query_terms(within))

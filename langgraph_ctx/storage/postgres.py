@@ -141,13 +141,7 @@ class PostgresArchive(PgTable):
         return _decode(await self._aread(_LIST, (thread_id, namespace)))
 
     def search(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
         hits: builtins.list[ArchiveHit] = pgsearch.run(
             _search(thread_id, query, limit, namespace, within), self._read
@@ -155,13 +149,7 @@ class PostgresArchive(PgTable):
         return hits
 
     async def asearch(
-        self,
-        thread_id: str,
-        query: str,
-        *,
-        limit: int = 10,
-        namespace: str = "",
-        within: str = "",
+        self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
         hits: builtins.list[ArchiveHit] = await pgsearch.arun(
             _search(thread_id, query, limit, namespace, within), self._aread
