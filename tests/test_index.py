@@ -98,9 +98,7 @@ def test_within_ranks_only_docs_holding_every_word_by_the_other_words(
     assert len(found) == (min(limit, len(holders)) if query_terms(query) else 0)
     # Scored on the question's other words only (every holder has the name's).
     others = " ".join(t for t in query_terms(query) if t not in required)
-    expected = brute_force(
-        {k: (t, "") for k, t in zip([f"k{i}" for i in range(len(texts))], texts)}, others, {}
-    )
+    expected = brute_force({f"k{i}": (t, "") for i, t in enumerate(texts)}, others, {})
     for key, score, _ in found:
         assert score == pytest.approx(expected.get(key, 0.0))
     scores = [score for _, score, _ in found]
