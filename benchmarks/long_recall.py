@@ -3,7 +3,8 @@ traced through recall's stages.
 
 Run from the repo root::
 
-    python benchmarks/long_recall.py [--turns 10000] [--seed 0] [--every-call]
+    python benchmarks/long_recall.py [--turns 10000] [--seed 0] [--every-call] [--dump F]
+    python benchmarks/long_recall.py --replay F   # the probes of a dump, re-ranked offline
 
 The session, the graph and the middleware are the harness's ``ours+recall`` on the
 ``long`` workload (synthetic.long_session, 128K window, in-memory archive and
@@ -75,6 +76,8 @@ class Trace:
     """The fact message's place in a deep search for the question (1 = first)."""
     ranked_at: int | None = None
     """Its place among the candidates after re-ranking by passage."""
+    held: bool = False
+    """The value is in the prompt without the recall block (a summary kept it)."""
 
 
 class TracedRecall(MemoryRecall):
@@ -112,6 +115,8 @@ class TracedRecall(MemoryRecall):
         source, value, fact_turn = self.facts[pid]
         trace = Trace(pid, int(pid.split()[2]), fact_turn)
         assert self.archive is not None and r.thread is not None
+        prompt = [m for m in out.get("messages") or () if m.id != "lgctx-recall"]
+        trace.held = holds(prompt_text(prompt), (value,), False)
         if holds(prompt_text(list(out.get("messages") or ())), (value,), False):
             trace.stage = "kept"
         elif source in active:
@@ -179,7 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dump", type=Path, help="pickle the archive and probe states here")
     parser.add_argument("--every-call", action="store_true", help="recall on every call")
+    parser.add_argument("--replay", type=Path, help="re-rank a --dump's probes, print stages")
     args = parser.parse_args(argv)
+    if args.replay is not None:
+        stages = replay_dump(args.replay)
+        print(", ".join(f"{s}: {stages.get(s, 0)}" for s in STAGES))
+        return 0
     session = long_session(args.seed, args.turns)
     facts = fact_sources(args.seed, args.turns)
     built: list[TracedRecall] = []
@@ -243,6 +253,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         with args.dump.open("wb") as f:
             pickle.dump((rows, recall.states, facts, run.probes, traces), f)
     return 0
+
+
+def replay_dump(path: Path) -> Counter[str]:
+    """The stages of every probe of a ``--dump``, recall's searches and ranking re-run
+    with this checkout's code: the archive rebuilt in its order, each probe searched
+    when it held as many messages as at the probe's call (it only grows), with the
+    request (query, budget) and the history's ids the run saw. Seconds, not a run."""
+    from types import SimpleNamespace
+
+    from langgraph_ctx.middleware.recall import _union, searches, select
+    from langgraph_ctx.tokens import TokenCounter
+
+    with path.open("rb") as f:
+        rows, states, facts, _, traces = pickle.load(f)
+    rows.sort(key=lambda row: row.position)
+    calibration = SimpleNamespace(apply=lambda tokens: tokens)  # the replay has no usage
+    ctx: Any = SimpleNamespace(
+        counter=TokenCounter(), session=SimpleNamespace(calibration=calibration)
+    )
+    archive, done, stages = InMemoryArchive(), 0, Counter[str]()
+    for pid in sorted(states, key=lambda p: states[p][2]):
+        r, active, size = states[pid]
+        for row in rows[done:size]:
+            archive.put("long", [row.message], reason=row.reason)
+        done = max(done, size)
+        source, value, _ = facts[pid]
+        trace = traces[pid]
+        if trace.stage in ("in history", "not archived") or getattr(trace, "held", False):
+            stages["kept" if getattr(trace, "held", False) else trace.stage] += 1
+            continue
+        limit = 8 * 4 + min(len(active), 4 * 8)  # as MemoryRecall.before asks
+        found = [
+            archive.search("long", r.query, limit=n, within=w)
+            for w, n in searches(r.query, limit, 8)
+        ]
+        hits = [h for h in _union(found) if h.kind == "tool_result" or h.message_id not in active]
+        hits = [h for h in hits if h.kind != "summary"]
+        items = _ranked([], hits, r.query, 8, 160, ctx)
+        lines, chosen, _ = select(None, items, r.budget, ctx)
+        order = [item.message_id for _, item in items if isinstance(item, ArchiveHit)]
+        if value.casefold() in "\n".join(lines).casefold():
+            stages["kept"] += 1
+        elif source not in order:
+            stages["not searched up"] += 1
+        elif order.index(source) >= 8:
+            stages["ranked out"] += 1
+        elif source in {c.message_id for c in chosen if isinstance(c, ArchiveHit)}:
+            stages["snippet cut"] += 1
+        else:
+            stages["over budget"] += 1
+    return stages
 
 
 def _saver() -> Any:
