@@ -5,6 +5,7 @@ Run from the repo root::
 
     python benchmarks/long_recall.py [--turns 10000] [--seed 0] [--every-call] [--dump F]
     python benchmarks/long_recall.py --replay F   # the probes of a dump, re-ranked offline
+    python benchmarks/long_recall.py --cost 1000 5000 10000   # search CPU per call
 
 The session, the graph and the middleware are the harness's ``ours+recall`` on the
 ``long`` workload (synthetic.long_session, 128K window, in-memory archive and
@@ -185,7 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help="pickle the archive and probe states here")
     parser.add_argument("--every-call", action="store_true", help="recall on every call")
     parser.add_argument("--replay", type=Path, help="re-rank a --dump's probes, print stages")
+    parser.add_argument("--cost", type=int, nargs="+", help="search CPU at these turn counts")
     args = parser.parse_args(argv)
+    if args.cost:
+        for turns in args.cost:
+            print(f"{turns:,} turns archived: {search_cost(turns, args.seed):.1f} ms CPU a call")
+        return 0
     if args.replay is not None:
         stages = replay_dump(args.replay)
         print(", ".join(f"{s}: {stages.get(s, 0)}" for s in STAGES))
@@ -304,6 +310,27 @@ def replay_dump(path: Path) -> Counter[str]:
         else:
             stages["over budget"] += 1
     return stages
+
+
+def search_cost(turns: int, seed: int = 0, calls: int = 80) -> float:
+    """CPU ms of recall's archive searches and re-ranking per call, the long session's
+    first ``turns`` turns all archived, for the user messages of the next ``calls``
+    turns (outside the graph: what grows with the archive, if anything)."""
+    from langgraph_ctx.middleware.recall import _union, names_in, searches
+    from langgraph_ctx.retrieval.passages import PassageRanking
+
+    script = generate_session(
+        turns + calls, seed=seed, tool_rate=1.0, result_chars=LONG_RESULT_CHARS, probe_rate=0.05
+    )
+    messages, archive = script.messages(turns), InMemoryArchive()
+    for at in range(0, len(messages), 50):  # as compression archives: a batch at a time
+        archive.put("t", messages[at : at + 50], reason="compressed into summary #1")
+    queries = [t.user for t in script.turns[turns:]]
+    start = time.process_time()
+    for q in queries:
+        found = [archive.search("t", q, limit=n, within=w) for w, n in searches(q, 64, 8)]
+        PassageRanking(q, [h.text for h in _union(found)], names_in(q)).order()
+    return (time.process_time() - start) / len(queries) * 1000
 
 
 def _saver() -> Any:
