@@ -6,6 +6,7 @@ Run from the repo root::
     python benchmarks/long_recall.py [--turns 10000] [--seed 0] [--every-call] [--dump F]
     python benchmarks/long_recall.py --replay F   # the probes of a dump, re-ranked offline
     python benchmarks/long_recall.py --cost 1000 5000 10000   # search CPU per call
+    python benchmarks/long_recall.py --sql-cost 2000   # SQLite: name alone vs within it
 
 The session, the graph and the middleware are the harness's ``ours+recall`` on the
 ``long`` workload (synthetic.long_session, 128K window, in-memory archive and
@@ -187,7 +188,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every-call", action="store_true", help="recall on every call")
     parser.add_argument("--replay", type=Path, help="re-rank a --dump's probes, print stages")
     parser.add_argument("--cost", type=int, nargs="+", help="search CPU at these turn counts")
+    parser.add_argument("--sql-cost", type=int, help="SQLite searches, before/after, at N turns")
     args = parser.parse_args(argv)
+    if args.sql_cost:
+        print(sql_search_cost(args.sql_cost, args.seed))
+        return 0
     if args.cost:
         for turns in args.cost:
             print(f"{turns:,} turns archived: {search_cost(turns, args.seed):.1f} ms CPU a call")
@@ -331,6 +336,51 @@ def search_cost(turns: int, seed: int = 0, calls: int = 80) -> float:
         found = [archive.search("t", q, limit=n, within=w) for w, n in searches(q, 64, 8)]
         PassageRanking(q, [h.text for h in _union(found)], names_in(q)).order()
     return (time.process_time() - start) / len(queries) * 1000
+
+
+def sql_search_cost(turns: int, seed: int = 0) -> str:
+    """Wall ms of the archive searches of one recall on a SQLite archive of the long
+    session's first ``turns`` turns, for the probe questions of the next 200 turns and
+    40 plain turns: the question, then each name in it alone (as recall searched before
+    ``within``) against the question within each name, interleaved in one process."""
+    import os
+    import statistics
+    import tempfile
+
+    from langgraph_ctx.middleware.recall import names_in
+    from langgraph_ctx.storage.archive import SQLiteArchive
+
+    script = generate_session(
+        turns + 200, seed=seed, tool_rate=1.0, result_chars=LONG_RESULT_CHARS, probe_rate=0.05
+    )
+    messages = script.messages(turns)
+    later = script.turns[turns:]
+    queries = [t.user for t in later if t.probe is not None]
+    queries += [t.user for t in later[:40] if t.probe is None]
+    took: dict[bool, list[float]] = {False: [], True: []}
+    with tempfile.TemporaryDirectory() as tmp, SQLiteArchive(os.path.join(tmp, "a.db")) as archive:
+        for at in range(0, len(messages), 500):
+            archive.put("t", messages[at : at + 500], reason="compressed into summary #1")
+        for q in queries:
+            for within in (False, True, False, True):
+                start = time.perf_counter()
+                archive.search("t", q, limit=64)
+                for name in names_in(q):
+                    if within:
+                        archive.search("t", q, limit=32, within=name)
+                    else:
+                        archive.search("t", name, limit=32)
+                took[within].append((time.perf_counter() - start) * 1000)
+
+    def p95(xs: list[float]) -> float:
+        return sorted(xs)[int(0.95 * (len(xs) - 1))]
+
+    old, new = took[False], took[True]
+    return (
+        f"{len(messages):,} messages, {len(queries)} questions: the name alone p50 "
+        f"{statistics.median(old):.1f} ms, p95 {p95(old):.1f}; within the name p50 "
+        f"{statistics.median(new):.1f} ms, p95 {p95(new):.1f}"
+    )
 
 
 def _saver() -> Any:
