@@ -670,21 +670,24 @@ class TieredCompression(RewritingStrategy):
         # applied if it frees most of what that plan would, or still takes the
         # history well under the red line: at most halfway from the goal to it.
         # The next compression comes a turn or two sooner, instead of this call
-        # waiting for a new summary.
+        # waiting for a new summary. But never if it leaves the messages far above
+        # the goal: with a deep target (recall on) a span a quarter short keeps
+        # twice the goal verbatim, and what a compression keeps is what a
+        # provider's prompt cache misses after it.
         count = ctx.session.cache.count_of
         freed = sum(count(m) for m in span)
-        if freed >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress):
-            return True
         report = ctx.measured()
         calibration = max(report.calibration, 1e-6)
         line = int(_room(report, ctx.budget) / calibration)  # raw, as the cache counts
         goal = int(self.target_utilization * line)
         used = int(report.used.get("messages", 0) / calibration)
+        most = freed >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
         if pending.meta:  # the summary replaces the earlier layers too
             freed += sum(count(m) for m in plan.tiers.summaries)
         ready = pending.outcome()
         written = ready[3] if ready is not None else pending.max_tokens
-        return used - freed + written <= (goal + line) // 2
+        left = used - freed + written
+        return left <= goal * (1 + SHORT_OVER_GOAL) and (most or left <= (goal + line) // 2)
 
     def _summary(self, work: _Work, text: str) -> SystemMessage:
         previous = work.plan.tiers.summaries
@@ -750,7 +753,10 @@ REPLAN_SHARE = 0.1
 grown by this share of the span it covers (not on every yellow call)."""
 SHORT_SPAN_SHARE = 0.75
 """A prepared span that frees at least this share of what the synchronous plan
-would is applied (``prepared: short``) rather than made again on the call."""
+would is applied (``prepared: short``) rather than made again on the call..."""
+SHORT_OVER_GOAL = 0.5
+"""...unless the messages it leaves exceed the compression target by more than
+this share of it."""
 
 
 def _measure(source: list[BaseMessage], text: str, counter: TokenCounter) -> tuple[float, int]:

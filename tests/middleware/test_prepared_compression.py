@@ -174,6 +174,30 @@ def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
     assert covered and all(ahead.archive.get("t", c) is not None for c in covered)
 
 
+def test_a_short_prepared_span_far_above_a_deep_target_is_made_again() -> None:
+    # The same crossing with a deep target (as with recall on): the prepared span
+    # would leave the messages far above the goal, and what a compression keeps
+    # verbatim is what a provider's prompt cache misses after it. Made again.
+    sessions = [
+        Session(summarizer=Terse(), max_summary_layers=1, target_utilization=0.1, prepare_ahead=p)
+        for p in (True, False)
+    ]
+    ahead, synchronous = sessions
+    i = until_compressed(ahead, 0)
+    while ahead.pending() is None:
+        ahead.send(turn(i))
+        i += 1
+    ahead.settle()
+    for j in range(i):
+        synchronous.send(turn(j))
+    for s in sessions:
+        s.send([m for j in range(i, i + 7) for m in turn(j)])
+    made, planned = (s.compressions()[-1] for s in sessions)
+    assert (made["path"], made["prepared"]) == ("synchronous", "span_mismatch")
+    assert made["messages"] == planned["messages"]
+    assert made["utilization_after"] < 0.2  # near the goal, not twice it
+
+
 def test_a_prepared_summary_overtaken_by_an_edit_is_never_applied() -> None:
     summarizer = Heads()
     session = Session(summarizer=summarizer)
