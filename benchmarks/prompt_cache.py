@@ -65,8 +65,8 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     TieredCompression,
 )
-from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN
+from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.middleware.placement import RecallRefresh
 from langgraph_ctx.tokens import load_encoding
 
