@@ -8,10 +8,10 @@ later call pays:
   recall block not already shown since the last compression, and keeps them,
   byte-identical, on every later call. A turn pays for its new lines only;
   earlier turns, their blocks included, stay a cached prefix. A turn adds at
-  most ``per_turn`` of recall's limit (its best new lines, in recall's order,
-  and always the best one): recall fills the room it has with whatever ranks,
-  and a turn that kept all of it would pay for lines it did not ask about and
-  leave less room for the turns after it. The model sees the best lines of this
+  most ``per_turn`` of recall's limit (its best new lines that fit, in recall's
+  order; the best one alone if none does): recall fills the room it has with
+  whatever ranks, and a turn that kept all of it would pay for lines it did not
+  ask about and leave less room for the turns after it. The model sees the best lines of this
   call's block and every line shown since the last compression. The
   blocks kept never take more than recall's auxiliary limit: when new lines do
   not fit, the latest turns' blocks are given up, newest first (the prompt
@@ -153,18 +153,19 @@ def _add(
 
 
 def _best(held: list[str], new: list[str], cap: int, ctx: CallContext) -> list[str]:
-    """The first of ``new`` (recall's best first) that a turn holding ``held`` may add
-    within ``cap`` calibrated tokens; the best one always, if the turn has none."""
+    """What a turn holding ``held`` adds of ``new`` (recall's best first): each line
+    that still fits ``cap`` calibrated tokens, a large one passed over for the
+    smaller ones below it (a whole memory does not crowd out the snippet a turn
+    asks about); the best one alone if none fits a turn that holds none."""
     apply, count = ctx.session.calibration.apply, ctx.counter.count_text
     taken: list[str] = []
     used = sum(count(line + "\n") for line in held)
     for line in new:
         cost = count(line + "\n")
-        if apply(used + cost) > cap and (held or taken):
-            break
-        taken.append(line)
-        used += cost
-    return taken
+        if apply(used + cost) <= cap:
+            taken.append(line)
+            used += cost
+    return taken if taken or held else new[:1]
 
 
 def _anchored(m: BaseMessage, blocks: dict[str, str]) -> BaseMessage:

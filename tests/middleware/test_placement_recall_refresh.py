@@ -269,3 +269,23 @@ def test_the_agent_with_recall_compresses_deeper_and_keeps_recall_per_turn() -> 
     assert isinstance(with_recall, TieredCompression) and isinstance(without, TieredCompression)
     assert with_recall.target_utilization == RECALL_TARGET < without.target_utilization
     assert ProviderPlacement().recall_refresh == "delta"
+
+
+def test_a_turn_passes_over_a_line_too_large_for_its_share_for_smaller_ones() -> None:
+    from types import SimpleNamespace
+
+    from langgraph_ctx.middleware._recall_refresh import _best
+
+    ctx: Any = SimpleNamespace(
+        session=SimpleNamespace(calibration=SimpleNamespace(apply=lambda raw: raw)),
+        counter=TokenCounter(),
+    )
+    memory = "- [observation] " + "The whole summary of an earlier session. " * 60
+    snippet = "- [archived m7] The dock code at Bilbao is 4471."
+    other = "- [archived m9] The crane at Cadiz lifts 40 tonnes."
+    # A whole memory ranked first does not crowd out the snippets below it.
+    assert _best([], [memory, snippet, other], 100, ctx) == [snippet, other]
+    assert _best([], [memory, snippet, other], 20, ctx) == [snippet]
+    # Nothing fits: the best line alone, unless the turn already holds lines.
+    assert _best([], [memory], 100, ctx) == [memory]
+    assert _best([snippet], [memory], 100, ctx) == []
