@@ -97,7 +97,7 @@ a provider's prompt cache everything after the new summary (the verbatim turns
 kept shift up): down to 0.1 of the room they come 1.3 times less often than down
 to 0.3 and each misses about a third as much; the prompts are smaller too
 (``benchmarks/prompt_cache.py``: 18 compressions over 1,000 turns instead of 23,
-56 uncached tokens a call at compressions instead of 302)."""
+56 uncached tokens a call at compressions instead of 307)."""
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
