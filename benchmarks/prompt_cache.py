@@ -25,8 +25,8 @@ over the archive compression fills), in four settings: the defaults
 (``recall_refresh="delta"``: each turn keeps the recall lines it added in its user
 message), the defaults with a memory bank of the summaries (``memory=``), the
 previous default (``recall_refresh="call"``: a fresh block in the last user message
-every call), and cache-tuned (``recall_refresh="compression"``, compressions down to
-0.2 of the messages' room). The peers run without recall. **Probes kept**: the
+every call), and ``recall_refresh="compression"`` (one block kept until the next
+compression). The peers run without recall. **Probes kept**: the
 harness's planted facts (long) and gold values (tau-bench) found in the prompt of
 the call that needs them.
 
@@ -65,6 +65,7 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     TieredCompression,
 )
+from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN
 from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.middleware.placement import RecallRefresh
 from langgraph_ctx.tokens import load_encoding
@@ -209,9 +210,6 @@ def _ours(
     return build
 
 
-# Cache-tuned: compressions rare and large (down to 0.2 of the messages' room, so the
-# next is far away), the recall block kept in the prefix until the next compression.
-TARGET = 0.2
 PLANS: list[Strategy] = [
     Strategy("ours", 'ours + recall, defaults (recall_refresh="delta")', _ours()),
     Strategy(
@@ -226,8 +224,8 @@ PLANS: list[Strategy] = [
     ),
     Strategy(
         "ours-cache",
-        "ours + recall kept until compression, rare large compressions (cache-tuned)",
-        _ours("compression", TARGET),
+        'ours + recall, one block kept until compression (recall_refresh="compression")',
+        _ours("compression"),
     ),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
@@ -350,9 +348,10 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "Ours, defaults: `create_context_agent(recall=True)`: recall over the archive, "
             '`recall_refresh="delta"` (each turn keeps the recall lines it added in its user '
-            f"message), compressions down to {RECALL_TARGET} of the messages' room. Cache-tuned: "
-            '`recall_refresh="compression"` (one recall block kept after the summaries until '
-            f"the next compression), `TieredCompression(target_utilization={TARGET})`.",
+            f"message, at most {DEFAULT_PER_TURN} of recall's limit a turn), compressions down "
+            f"to {RECALL_TARGET} of the messages' room. "
+            '`recall_refresh="compression"`: one recall block kept after the summaries until '
+            "the next compression.",
             "",
             *table(head, rows),
             "",

@@ -30,9 +30,12 @@ Provider placement (``placement=``, default ``"system"``): what the layers add
 (summaries, the recall block) reaches the model in a form every provider
 accepts. Summaries are merged into the request's system message (so LangChain's
 ``AnthropicPromptCachingMiddleware``, inside this one, puts its breakpoint after
-them), per-call blocks go into the last user message. A
-:class:`~langgraph_ctx.middleware.ProviderPlacement` among the layers decides
-instead.
+them), per-call blocks go into the last user message. With recall among the
+layers, the recall block follows ``recall_refresh`` (default ``"delta"``, as
+:func:`~langgraph_ctx.agent.create_context_agent` has it: each turn keeps the
+lines it added in its user message, so the earlier turns stay a cached prefix):
+a :class:`~langgraph_ctx.middleware.ProviderPlacement` layer is added for it. A
+``ProviderPlacement`` among the layers decides instead.
 
 What the layers need is checked when it is built, against its ``state_schema``
 (:class:`ContextAgentState`): a layer that needs another key (``ToolEviction``
@@ -67,7 +70,10 @@ from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import (
     ANNOTATION,
+    REFRESHES,
     Placement,
+    ProviderPlacement,
+    RecallRefresh,
     check_placement,
     place_messages,
 )
@@ -114,6 +120,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
         max_sessions: int = 1024,
         placement: Placement = "system",
         recall: bool = False,
+        recall_refresh: RecallRefresh = "delta",
     ) -> None:
         """
         Args:
@@ -135,6 +142,11 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
                 keeps no ``session`` for a budget-sized cap). With a
                 :class:`~langgraph_ctx.middleware.PredictiveExtraction` layer the
                 tool is there anyway and also reads PACE's steps by id.
+            recall_refresh: where the recall block goes from call to call
+                (``"delta"``, ``"call"`` or ``"compression"``; see
+                :class:`~langgraph_ctx.middleware.ProviderPlacement`), for
+                recall on or a ``MemoryRecall`` among ``middleware``; ignored
+                when ``middleware`` has its own ``ProviderPlacement``.
         """
         middleware = list(middleware)
         # PACE's steps are glimpsable whether or not recall is on: it shows them
@@ -147,6 +159,18 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             middleware = [*middleware, MemoryRecall(archive=archive)]
         glimpse = [Glimpse(archive, sources=sources).tool] if archive is not None or sources else []
         self.placement = check_placement(placement, "ContextMiddleware.placement")
+        if recall_refresh not in REFRESHES:
+            raise ConfigurationError(
+                "ContextMiddleware.recall_refresh",
+                f"must be one of {list(REFRESHES)}, got {recall_refresh!r}",
+            )
+        if any(isinstance(m, MemoryRecall) for m in middleware) and not any(
+            isinstance(m, ProviderPlacement) for m in middleware
+        ):
+            # Placed in the chain (innermost), not only when the request is shaped:
+            # the blocks kept per turn live in the session, and their tokens in
+            # the usage report the ceiling trusts.
+            middleware.append(ProviderPlacement(self.placement, recall_refresh=recall_refresh))
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
         self.pipeline = Pipeline(

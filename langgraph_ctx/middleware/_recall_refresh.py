@@ -7,8 +7,12 @@ later call pays:
 - ``"delta"`` (the default): each turn's user message carries the lines of its
   recall block not already shown since the last compression, and keeps them,
   byte-identical, on every later call. A turn pays for its new lines only;
-  earlier turns, their blocks included, stay a cached prefix, and the model
-  still sees every line this call's block holds (and those shown since). The
+  earlier turns, their blocks included, stay a cached prefix. A turn adds at
+  most ``per_turn`` of recall's limit (its best new lines that fit, in recall's
+  order; the best one alone if none does): recall fills the room it has with
+  whatever ranks, and a turn that kept all of it would pay for lines it did not
+  ask about and leave less room for the turns after it. The model sees the best lines of this
+  call's block and every line shown since the last compression. The
   blocks kept never take more than recall's auxiliary limit: when new lines do
   not fit, the latest turns' blocks are given up, newest first (the prompt
   changes from the earliest of them: a few turns back, not the whole window),
@@ -75,9 +79,16 @@ class _Shown:
         return {line for lines in self.lines.values() for line in lines}
 
 
-def delta_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseMessage]:
+DEFAULT_PER_TURN = 0.025
+"""``per_turn`` by default: a fortieth of recall's limit (500 tokens of a 128K
+window's 20,000), about three archived snippets."""
+
+
+def delta_recall(
+    messages: Sequence[BaseMessage], ctx: CallContext, per_turn: float = DEFAULT_PER_TURN
+) -> list[BaseMessage]:
     """``messages`` with the kept recall blocks in their turns' user messages and this
-    call's new lines in the last one's, instead of this call's block (see the
+    call's best new lines in the last one's, instead of this call's block (see the
     module docstring: ``"delta"``)."""
     out = list(messages)
     at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
@@ -98,7 +109,7 @@ def delta_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[Base
         if shown.fresh[0] != text:
             shown.fresh = (text, ctx.counter.count_message(fresh))
         fresh_raw = shown.fresh[1]
-        _add(shown, str(human.id), block_lines(text), _limit(fresh), ctx)
+        _add(shown, str(human.id), block_lines(text), _limit(fresh), per_turn, ctx)
     kept = sum(shown.tokens.values())
     # Sent inside user messages: counted with the messages, as the prompt ceiling
     # recounts them, instead of as system (pre-flight's) or auxiliary (recall's).
@@ -110,14 +121,19 @@ def delta_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[Base
     return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
 
 
-def _add(shown: _Shown, anchor: str, fresh: list[str], limit: int, ctx: CallContext) -> None:
-    """This turn's block: ``fresh``'s lines not shown yet, added to what it holds;
-    the latest turns' blocks given up while they do not fit ``limit``."""
+def _add(
+    shown: _Shown, anchor: str, fresh: list[str], limit: int, per_turn: float, ctx: CallContext
+) -> None:
+    """This turn's block: ``fresh``'s best lines not shown yet, added to what it holds
+    up to ``per_turn`` of ``limit``; the latest turns' blocks given up while they do
+    not fit ``limit``."""
     seen = shown.seen()
-    new = [line for line in fresh if line not in seen]
+    held = shown.lines.get(anchor, [])
+    cap = int(per_turn * limit)
+    new = _best(held, [line for line in fresh if line not in seen], cap, ctx)
     if not new:
         return
-    lines = [*shown.lines.get(anchor, []), *new]
+    lines = [*held, *new]
     if anchor in shown.lines:
         shown.drop(anchor)
     apply = ctx.session.calibration.apply
@@ -130,10 +146,26 @@ def _add(shown: _Shown, anchor: str, fresh: list[str], limit: int, ctx: CallCont
         dropped += shown.tokens[next(reversed(shown.lines))]
         shown.drop(next(reversed(shown.lines)))  # the latest turn's block gives way
         seen = shown.seen()
-        lines = [line for line in fresh if line not in seen]
+        lines = _best([], [line for line in fresh if line not in seen], cap, ctx)
     shown.lines[anchor], shown.text[anchor], shown.tokens[anchor] = lines, text, cost
     if dropped:  # the prompt changes from the earliest turn given up: said in the ledger
         ctx.record("recall_blocks_dropped", {"tokens": dropped, "limit": limit})
+
+
+def _best(held: list[str], new: list[str], cap: int, ctx: CallContext) -> list[str]:
+    """What a turn holding ``held`` adds of ``new`` (recall's best first): each line
+    that still fits ``cap`` calibrated tokens, a large one passed over for the
+    smaller ones below it (a whole memory does not crowd out the snippet a turn
+    asks about); the best one alone if none fits a turn that holds none."""
+    apply, count = ctx.session.calibration.apply, ctx.counter.count_text
+    taken: list[str] = []
+    used = sum(count(line + "\n") for line in held)
+    for line in new:
+        cost = count(line + "\n")
+        if apply(used + cost) <= cap:
+            taken.append(line)
+            used += cost
+    return taken if taken or held else new[:1]
 
 
 def _anchored(m: BaseMessage, blocks: dict[str, str]) -> BaseMessage:

@@ -52,10 +52,11 @@ from typing import Any, Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, is_ephemeral
 from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
-from langgraph_ctx.middleware._recall_refresh import delta_recall, keep_recall
+from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN, delta_recall, keep_recall
 from langgraph_ctx.pipeline import CallContext, Middleware, View, current_context
 
 Placement = Literal["system", "pair", "none"]
@@ -79,6 +80,7 @@ class ProviderPlacement(Middleware):
         placement: Placement = "system",
         *,
         recall_refresh: RecallRefresh = "delta",
+        recall_per_turn: float = DEFAULT_PER_TURN,
         **kwargs: Any,
     ) -> None:
         """
@@ -92,6 +94,9 @@ class ProviderPlacement(Middleware):
                 ``"compression"`` (one block kept in the stable prefix until the
                 next compression: the fewest recall tokens, the least fresh).
                 See :mod:`~langgraph_ctx.middleware._recall_refresh`.
+            recall_per_turn: with ``"delta"``, the most one turn adds to the
+                kept recall lines, as a share of recall's limit (its best new
+                lines; always the best one).
         """
         super().__init__(**kwargs)
         self.placement = check_placement(placement, "ProviderPlacement.placement")
@@ -101,6 +106,9 @@ class ProviderPlacement(Middleware):
                 f"must be one of {list(REFRESHES)}, got {recall_refresh!r}",
             )
         self.recall_refresh = recall_refresh
+        self.recall_per_turn = check_number(
+            "ProviderPlacement.recall_per_turn", recall_per_turn, above=0.0
+        )
 
     def before(self, view: View, ctx: CallContext) -> View:
         ctx.annotations[ANNOTATION] = self.placement
@@ -108,7 +116,7 @@ class ProviderPlacement(Middleware):
         if not messages:
             return view
         if self.placement != "none" and self.recall_refresh == "delta":
-            messages = delta_recall(messages, ctx)
+            messages = delta_recall(messages, ctx, self.recall_per_turn)
         elif self.placement != "none" and self.recall_refresh == "compression":
             messages = keep_recall(messages, ctx)
         placed = place_messages(messages, self.placement)

@@ -252,3 +252,45 @@ def test_recall_is_one_argument_and_brings_the_glimpse_tool() -> None:
     assert out["messages"][-2].text == "[m7] The dock code is 4471."
     with pytest.raises(ConfigurationError, match="recall"):
         ContextMiddleware([PreflightCheck()], recall=True)
+
+
+def test_recall_keeps_each_turns_lines_in_its_user_message_by_default() -> None:
+    from langgraph_ctx.markers import RECALL_PREFIX
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    facts = [  # (archived fact, question, answer): no words in common across facts
+        ("The customs broker for Antwerp is Vermeulen.", "Who brokers customs for Antwerp?"),
+        ("Crane capacity in Bilbao reaches 40 tonnes.", "What crane capacity has Bilbao?"),
+        ("Cadiz reefer plugs number 212.", "How many reefer plugs has Cadiz?"),
+        ("Danzig pilotage fees run 900 euros.", "What pilotage fees apply in Danzig?"),
+    ]
+
+    def prompts(**options: Any) -> list[list[tuple[str, str]]]:
+        archive = InMemoryArchive()
+        for n, (fact, _) in enumerate(facts):
+            archive.put("t", [HumanMessage(fact, id=f"m{n}")], reason="compressed")
+        model = ScriptedChatModel(default="Noted.")
+        layers = [PreflightCheck(), TieredCompression(archive=archive)]
+        context = ContextMiddleware(layers, recall=True, **options)
+        graph = create_agent(model, [], middleware=[context], checkpointer=InMemorySaver())
+        for _, question in facts:
+            graph.invoke(
+                {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": "t"}}
+            )
+        return [[(m.type, m.text) for m in call.messages] for call in model.calls]
+
+    delta, fresh = prompts(), prompts(recall_refresh="call")
+    for n, (fact, _) in enumerate(facts):
+        # Either way, the call that asks sees the fact in its last user message.
+        assert fact in delta[n][-1][1].split("\n\n")[0]
+        assert fact in fresh[n][-1][1].split("\n\n")[0]
+    for before, now in itertools.pairwise(delta):
+        # Delta: every earlier turn is sent again as it was, its recall lines
+        # included: a provider's prefix cache serves the whole previous prompt.
+        assert now[: len(before)] == before
+    assert sum(RECALL_PREFIX in text for _, text in delta[-1]) == len(facts)  # one a turn
+    # Per call: the previous user message loses its block, the prefix breaks there.
+    assert fresh[1][: len(fresh[0])] != fresh[0]
+    assert sum(RECALL_PREFIX in text for _, text in fresh[-1]) == 1
+    with pytest.raises(ConfigurationError, match=r"ContextMiddleware\.recall_refresh"):
+        ContextMiddleware([PreflightCheck()], recall_refresh="turn")  # type: ignore[arg-type]

@@ -30,7 +30,9 @@ CITIES = ["Antwerp", "Bilbao", "Cadiz", "Danzig", "Esbjerg", "Faro", "Genoa", "H
 BUDGET = Budget.for_window(6_000)
 
 
-def run(refresh: str, turns: int = 40) -> tuple[ScriptedChatModel, list[dict[str, Any]], Any]:
+def run(
+    refresh: str, turns: int = 40, per_turn: float = 1.0
+) -> tuple[ScriptedChatModel, list[dict[str, Any]], Any]:
     bank = MemoryBank()
     for city in CITIES:
         text = f"Shipments to {city} clear customs at the {city} office. " + "Papers. " * 60
@@ -43,7 +45,7 @@ def run(refresh: str, turns: int = 40) -> tuple[ScriptedChatModel, list[dict[str
         PreflightCheck(),
         TieredCompression(),
         MemoryRecall(bank),
-        ProviderPlacement(recall_refresh=refresh),  # type: ignore[arg-type]
+        ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),  # type: ignore[arg-type]
     ]
     graph = Pipeline(middleware, budget=BUDGET).attach(builder).compile(InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t", "user_id": "alice"}}
@@ -202,6 +204,36 @@ def test_delta_kept_blocks_stay_within_the_recall_limit_and_the_report_is_exact(
     assert max(received) <= BUDGET.red_line
 
 
+@pytest.mark.parametrize("per_turn", [0.025, 0.3])
+def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float) -> None:
+    model, events, _ = run("delta", turns=60, per_turn=per_turn)
+    cap = per_turn * BUDGET.auxiliary
+    counter = TokenCounter()
+    found = [e["data"] for e in events if e["kind"] == "recall"]
+    assert len(found) == len(model.calls)
+    several = 0
+    for i, (call, recall) in enumerate(zip(model.calls, found, strict=True)):
+        last = call.messages[-1].text
+        added: list[str] = []  # this turn's lines: the block its user message leads with
+        if last.startswith(RECALL_PREFIX):
+            block = last[: last.index(RECALL_END)]
+            added = [line for line in block.split("\n")[1:] if line]
+            # Within the turn's share, or the one best line alone.
+            assert len(added) == 1 or counter.count_text("\n".join(added)) <= cap
+            several += len(added) > 1
+        if recall["items"]:
+            # Recall had room for lines this turn: the city asked about is among
+            # them, the best new line, or was shown by an earlier turn.
+            city = CITIES[i % len(CITIES)]
+            assert any(f"Shipments to {city}" in line for line in _recall_lines(call)), i
+            assert (
+                not added
+                or f"Shipments to {city}" in added[0]
+                or all(f"Shipments to {city}" not in line for line in added)
+            )
+    assert (several > 0) == (per_turn > 0.1)  # the small share adds one line a turn
+
+
 def test_a_compression_keeps_the_prefix_up_to_the_new_summary() -> None:
     model, events, _ = run("delta", turns=60)
     leads = [call.messages[0].text for call in model.calls]
@@ -237,3 +269,23 @@ def test_the_agent_with_recall_compresses_deeper_and_keeps_recall_per_turn() -> 
     assert isinstance(with_recall, TieredCompression) and isinstance(without, TieredCompression)
     assert with_recall.target_utilization == RECALL_TARGET < without.target_utilization
     assert ProviderPlacement().recall_refresh == "delta"
+
+
+def test_a_turn_passes_over_a_line_too_large_for_its_share_for_smaller_ones() -> None:
+    from types import SimpleNamespace
+
+    from langgraph_ctx.middleware._recall_refresh import _best
+
+    ctx: Any = SimpleNamespace(
+        session=SimpleNamespace(calibration=SimpleNamespace(apply=lambda raw: raw)),
+        counter=TokenCounter(),
+    )
+    memory = "- [observation] " + "The whole summary of an earlier session. " * 60
+    snippet = "- [archived m7] The dock code at Bilbao is 4471."
+    other = "- [archived m9] The crane at Cadiz lifts 40 tonnes."
+    # A whole memory ranked first does not crowd out the snippets below it.
+    assert _best([], [memory, snippet, other], 100, ctx) == [snippet, other]
+    assert _best([], [memory, snippet, other], 20, ctx) == [snippet]
+    # Nothing fits: the best line alone, unless the turn already holds lines.
+    assert _best([], [memory], 100, ctx) == [memory]
+    assert _best([snippet], [memory], 100, ctx) == []

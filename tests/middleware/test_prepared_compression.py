@@ -146,12 +146,13 @@ class Terse(Heads):
         return "covered " + " ".join(str(m.id) for m in messages)
 
 
-def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
-    # The crossing turn lands far past the red line: the synchronous plan would
-    # compress more than the span prepared ahead covers (well under 75% of it),
-    # yet applying the prepared summary leaves the history well under the line.
+def cross_far_past_the_line(**options: Any) -> tuple[Session, dict[str, Any], dict[str, Any]]:
+    """Two sessions, one preparing ahead, fed the same turns until a summary is
+    prepared, then seven turns at once: the session that prepared, and the last
+    compression event of each."""
     sessions = [
-        Session(summarizer=Terse(), max_summary_layers=1, prepare_ahead=p) for p in (True, False)
+        Session(summarizer=Terse(), max_summary_layers=1, prepare_ahead=p, **options)
+        for p in (True, False)
     ]
     ahead, synchronous = sessions
     i = until_compressed(ahead, 0)
@@ -163,7 +164,14 @@ def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
         synchronous.send(turn(j))
     for s in sessions:
         s.send([m for j in range(i, i + 7) for m in turn(j)])
-    applied, planned = (s.compressions()[-1] for s in sessions)
+    return ahead, ahead.compressions()[-1], synchronous.compressions()[-1]
+
+
+def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
+    # The crossing turn lands far past the red line: the synchronous plan would
+    # compress more than the span prepared ahead covers (well under 75% of it),
+    # yet applying the prepared summary leaves the history well under the line.
+    ahead, applied, planned = cross_far_past_the_line()
     assert (applied["path"], applied["prepared"]) == ("prepared", "short")
     assert planned["path"] == "synchronous"
     assert applied["messages"] < 0.75 * planned["messages"]
@@ -172,6 +180,16 @@ def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
     summary = next(m for m in ahead.messages() if is_summary(m))
     covered = summary.text.split("covered ", 1)[1].split()
     assert covered and all(ahead.archive.get("t", c) is not None for c in covered)
+
+
+def test_a_short_prepared_span_far_above_a_deep_target_is_made_again() -> None:
+    # The same crossing with a deep target (as with recall on): the prepared span
+    # would leave the messages far above the goal, and what a compression keeps
+    # verbatim is what a provider's prompt cache misses after it. Made again.
+    _, made, planned = cross_far_past_the_line(target_utilization=0.1)
+    assert (made["path"], made["prepared"]) == ("synchronous", "span_mismatch")
+    assert made["messages"] == planned["messages"]
+    assert made["utilization_after"] < 0.2  # near the goal, not twice it
 
 
 def test_a_prepared_summary_overtaken_by_an_edit_is_never_applied() -> None:
