@@ -25,7 +25,7 @@ from typing_extensions import TypedDict
 from langgraph_ctx import Budget, DeltaReadCache, PredictiveExtraction
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.state import delta_messages, merge_records
-from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
 from langgraph_ctx.strategies import LexicalScorer
 from langgraph_ctx.testing import ScriptedChatModel
 
@@ -215,3 +215,18 @@ def test_a_pace_invoke_reads_keys_and_encodes_only_the_new_turn(tmp_path: Path) 
         assert encoded == [1]  # one new step keyed; the others' keys are kept
     assert late[0][0] == first[5][0]
     conn.close()
+
+
+async def test_async_reads_resume_from_the_kept_answer_too(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/async.sqlite"
+    async with async_checkpointer_from_url(url) as saver:
+        cache = DeltaReadCache(saver)
+        cached, plain = tiny_graph(cache), tiny_graph(saver)
+        config: Any = {"configurable": {"thread_id": "async"}}
+        for k in range(6):
+            new = [HumanMessage(f"turn {k}", id=f"h{k}")]
+            await (cached if k % 3 else plain).ainvoke({"messages": new}, config)
+            mine, theirs = await cached.aget_state(config), await plain.aget_state(config)
+            assert mine.values == theirs.values
+        assert cache.hits >= 4
+        assert len(mine.values["messages"]) == 18
