@@ -50,14 +50,19 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     return killed_url, f"sqlite:///{tmp_path}/clean.sqlite"
 
 
-def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
-    killed_url, clean_url = urls
-    with session(clean_url) as graph:
+def never_killed(url: str) -> tuple[list[Any], dict[str, Any]]:
+    """The session run whole: its history once turn KILL_AT is done, and its end."""
+    with session(url) as graph:
         drive(graph, KILL_AT)
         graph.invoke(turn(KILL_AT), CONFIG, durability="sync")
-        clean_at_kill = graph.get_state(CONFIG).values["messages"]
+        at_kill = graph.get_state(CONFIG).values["messages"]
         drive(graph)
-        clean = graph.get_state(CONFIG).values
+        return at_kill, graph.get_state(CONFIG).values
+
+
+def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
+    killed_url, clean_url = urls
+    clean_at_kill, clean = never_killed(clean_url)
 
     proc = killed(killed_url)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
@@ -94,12 +99,7 @@ def test_a_warm_read_cache_sees_another_process_write_then_die(urls: tuple[str, 
     # continues the thread (snapshots and all) and is killed mid-turn; this process
     # then reads on: what it sees is what the database holds, not what it kept.
     killed_url, clean_url = urls
-    with session(clean_url) as graph:
-        drive(graph, KILL_AT)
-        graph.invoke(turn(KILL_AT), CONFIG, durability="sync")
-        clean_at_kill = graph.get_state(CONFIG).values["messages"]
-        drive(graph)
-        clean = graph.get_state(CONFIG).values
+    clean_at_kill, clean = never_killed(clean_url)
 
     with session(killed_url) as graph:
         cache = graph.checkpointer
