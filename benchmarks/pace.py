@@ -26,6 +26,7 @@ trial 0 unless ``--all-trials``; ``--quick``: the long horizon at 300 turns, not
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import math
@@ -368,23 +369,28 @@ CHECKPOINTED = "### PACE on a real checkpointer"
 
 def step_cost(sizes: Sequence[int], plain_up_to: int = 3_000) -> list[list[str]]:
     """One graph step on SQLite with the long-horizon history in the state, ``messages``
-    under ``add_messages`` (ContextState) and in a delta channel (DeltaContextState):
-    the whole step, the read alone (``get_state``), the bytes it stored."""
+    under ``add_messages`` (ContextState), in a delta channel (DeltaContextState), and
+    in one read through :class:`DeltaReadCache`: the whole step, the read alone
+    (``get_state``), the bytes it stored."""
     import sqlite3
     import tempfile
 
     from harness import synthetic
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from langgraph_ctx import DeltaContextState
+    from langgraph_ctx import DeltaContextState, DeltaReadCache
 
+    variants = [
+        ("ContextState", ContextState, False),
+        ("DeltaContextState", DeltaContextState, False),
+        ("DeltaContextState + DeltaReadCache", DeltaContextState, True),
+    ]
     rows = []
     for turns in sizes:
         history: list[BaseMessage] = []
         for step in synthetic.long_session(0, turns).steps:
             history += [*step.inputs, step.reply]
-        for schema in (ContextState, DeltaContextState):
-            name = schema.__name__
+        for name, schema, cached in variants:
             if schema is ContextState and turns > plain_up_to:
                 rows.append([f"{turns:,}", f"{len(history):,}", name, *["not run"] * 4])
                 continue
@@ -394,7 +400,8 @@ def step_cost(sizes: Sequence[int], plain_up_to: int = 3_000) -> list[list[str]]
                 builder = StateGraph(schema)
                 builder.add_node("call_llm", lambda _: {"messages": [AIMessage("ok")]})
                 builder.add_edge(START, "call_llm")
-                graph = builder.compile(checkpointer=SqliteSaver(conn))
+                saver: Any = SqliteSaver(conn)
+                graph = builder.compile(checkpointer=DeltaReadCache(saver) if cached else saver)
                 config: Any = {"configurable": {"thread_id": "c"}}
                 graph.update_state(config, {"messages": history}, as_node="call_llm")
                 walls, cpus, reads, stored = [], [], [], []
@@ -416,7 +423,7 @@ def step_cost(sizes: Sequence[int], plain_up_to: int = 3_000) -> list[list[str]]
                     name,
                     ms(walls[3:], 0),
                     ms(cpus[3:], 0),
-                    ms(reads[3:], 0),
+                    ms(reads[3:], 1),
                     f"{statistics.median(stored[3:]):,.0f}",
                 ]
             )
@@ -434,13 +441,35 @@ def _stored(conn: Any) -> int:
 
 def checkpointed_longevity(turns: int, minutes: float) -> list[str]:
     """PACE (lexical) as users run it: a compiled graph on DeltaContextState with a real
-    SQLite checkpointer, one invoke per turn, until ``turns`` or ``minutes``."""
+    SQLite checkpointer read through DeltaReadCache, one invoke per turn, until ``turns``
+    or ``minutes``."""
+    head, row = longevity_row(turns, minutes, cached=True)
+    return [
+        f"Longevity on SQLite: `DeltaContextState`, one invoke per turn, up to {turns:,} turns "
+        f"or {minutes:.0f} minutes (`synthetic.long_session(0, {turns})`, 128K window, prompt "
+        f"limit {Budget.for_window(128_000).prompt_limit:,}):",
+        "",
+        *table(head, [row]),
+    ]
+
+
+def cache_ab(turns: int) -> list[str]:
+    """The same run without and with DeltaReadCache, one after the other, in one process."""
+    rows = []
+    for cached in (False, True):
+        head, row = longevity_row(turns, 60.0, cached=cached)
+        rows.append(["DeltaReadCache" if cached else "the saver", *row])
+    return table(["reads through", *head], rows)
+
+
+def longevity_row(turns: int, minutes: float, *, cached: bool) -> tuple[list[str], list[str]]:
+    """One checkpointed run: the table's head and its row."""
     from harness import Strategy, synthetic
     from harness.runner import Plan, run_pairs
     from harness.session import TokenTally
     from harness.strategies import Replay, TimedPipeline
 
-    from langgraph_ctx import DeltaContextState
+    from langgraph_ctx import DeltaContextState, DeltaReadCache
 
     def build(setup: Any) -> Any:
         pace = PredictiveExtraction(
@@ -451,23 +480,27 @@ def checkpointed_longevity(turns: int, minutes: float) -> list[str]:
         builder.add_node("call_llm", call_llm_node(setup.model))
         builder.add_edge(START, "call_llm")
         builder.add_edge("call_llm", END)
-        return Replay(
-            pipeline.attach(builder).compile(checkpointer=setup.saver), setup, setup.policy
-        )
+        # As create_context_agent does on DeltaContextState: each invoke reads back the
+        # turn's writes, not the whole history.
+        saver = DeltaReadCache(setup.saver) if cached else setup.saver
+        return Replay(pipeline.attach(builder).compile(checkpointer=saver), setup, setup.policy)
 
     plan = Plan(Strategy("pace-sqlite", "PACE, lexical", build), turns)
     window = 128_000
     limit = Budget.for_window(window).prompt_limit
+    collector = GcTime()
     w0, c0 = time.perf_counter(), time.process_time()
-    pair = run_pairs(
-        [plan],
-        [synthetic.long_session(0, turns)],
-        window=window,
-        backend="sqlite",
-        tally=TokenTally(),
-        cut=1.2,
-        deadline=time.monotonic() + 60 * minutes,
-    )[plan.key]
+    with collector:
+        pair = run_pairs(
+            [plan],
+            [synthetic.long_session(0, turns)],
+            window=window,
+            backend="sqlite",
+            tally=TokenTally(),
+            cut=1.2,
+            progress=_progress,
+            deadline=time.monotonic() + 60 * minutes,
+        )[plan.key]
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     run = pair.runs[0]
     over = next((i for i, t in enumerate(run.prompt_tokens) if t > limit), None)
@@ -485,20 +518,42 @@ def checkpointed_longevity(turns: int, minutes: float) -> list[str]:
         f"{statistics.median(own[100:300] or own):.1f} / {statistics.median(own[-200:]):.1f}",
         f"{statistics.median(step[100:300] or step):.0f} / {statistics.median(step[-200:]):.0f}",
         f"{pair.checkpoint_bytes / run.calls:,.0f}",
+        f"{collector.seconds / 60:.1f} ({collector.full:,} full)",
         f"{wall / 60:.1f} / {cpu / 60:.1f}",
     ]
     print(f"checkpointed longevity: {row}", file=sys.stderr)
     head = ["turns / model calls run", "stopped at", "first call over the prompt limit"]
     head += ["peak utilization", "probes kept", "PACE ms/call, calls 101-300 / last 200"]
     head += ["invoke ms, calls 101-300 / last 200", "checkpoint bytes per call"]
-    head += ["run min (wall / CPU)"]
-    return [
-        f"Longevity on SQLite: `DeltaContextState`, one invoke per turn, up to {turns:,} turns "
-        f"or {minutes:.0f} minutes (`synthetic.long_session(0, {turns})`, 128K window, prompt "
-        f"limit {limit:,}):",
-        "",
-        *table(head, [row]),
-    ]
+    head += ["GC min (full collections)", "run min (wall / CPU)"]
+    return head, row
+
+
+def _progress(calls: int, utilization: float) -> None:
+    if calls % 500 == 0:
+        print(f"  {calls:,} calls, utilization {utilization:.3f}", file=sys.stderr, flush=True)
+
+
+class GcTime:
+    """Time in Python's cyclic garbage collector while inside, and its full collections
+    (each visits every live object: a cost that grows with what the process holds)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._start = 0.0, 0, 0.0
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+            self.full += info["generation"] == 2
+
+    def __enter__(self) -> GcTime:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
 
 
 def checkpointed_part(turns: int, minutes: float) -> list[str]:
@@ -513,14 +568,18 @@ def checkpointed_part(turns: int, minutes: float) -> list[str]:
         "(`messages` in LangGraph's beta `DeltaChannel`; PACE's `pace_chunks` is one in every",
         "schema): a step stores what it added, and every 100th update a full copy.",
         "One graph step on SQLite (a node that only replies, no pipeline) with the",
-        "long-horizon history in the state, before (`ContextState`) and after",
-        "(`DeltaContextState`); `read` is `get_state` alone:",
+        "long-horizon history in the state: `ContextState`, `DeltaContextState`, and",
+        "`DeltaContextState` read through `DeltaReadCache` (what `create_context_agent` uses",
+        "on it); `read` is `get_state` alone, after the step:",
         "",
-        *table(head, step_cost((1_000, 3_000, 10_000))),
+        *table(head, step_cost([n for n in (1_000, 3_000, 10_000) if n <= turns] or [turns])),
         "",
-        "The write is now O(new); the read is not: LangGraph hands the nodes the whole",
-        "history, so each invoke deserializes it (the last full copy, plus the writes since)",
-        "at 20-35 us a message. That read is what still grows with the session.",
+        "The delta channel makes the write O(new). Without the cache the read is not:",
+        "LangGraph hands the nodes the whole history, so each load deserializes it (the",
+        "last full copy, plus the writes since) at 20-35 us a message. `DeltaReadCache`",
+        "keeps the answer to that load by checkpoint id and reads only the checkpoints",
+        "written since from the database; what is left grows with the history at C speed",
+        "(LangGraph's copy of the list and the reducer's pass over the ids).",
         "`ContextState` at 10,000 turns was not run (about 190 MB stored per step). Bytes are",
         "the median step's: every 100th update of a delta channel also stores a full copy.",
         "",
@@ -637,7 +696,13 @@ def main() -> None:
         "--minutes", type=float, default=55.0, help="PACE's longevity on SQLite: time limit"
     )
     parser.add_argument("--all-trials", action="store_true", help="all 4 tau-bench trials")
+    parser.add_argument(
+        "--cache-ab", type=int, metavar="TURNS", help="print the run without and with the cache"
+    )
     args = parser.parse_args()
+    if args.cache_ab:
+        print("\n".join(cache_ab(args.cache_ab)))
+        return
     logging.getLogger("langgraph_ctx.compression").setLevel(logging.ERROR)
     turns, minilm, peers = (
         (300, 300, 300) if args.quick else (args.turns, args.minilm_turns, args.peer_turns)

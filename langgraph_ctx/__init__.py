@@ -50,6 +50,7 @@ from langgraph_ctx.state import (
     ledger_reducer,
 )
 from langgraph_ctx.storage.checkpointers import async_checkpointer_from_url, checkpointer_from_url
+from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
@@ -77,6 +78,7 @@ __all__ = [
     "ContextRunError",
     "ContextState",
     "DeltaContextState",
+    "DeltaReadCache",
     "EventSink",
     "LedgerEntry",
     "Level",

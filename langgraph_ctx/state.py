@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import Annotated, Any
 
 from langchain_core.messages import (
@@ -137,6 +138,8 @@ def delta_messages(state: Sequence[Any], writes: Sequence[Any]) -> list[BaseMess
     flat = [m for w in writes for m in (w if isinstance(w, list) else [w])]
     new = [message_chunk_to_message(m) for m in convert_to_messages(flat)]
     typed = state if not state or isinstance(state[0], BaseMessage) else convert_to_messages(state)
+    if _only_appends(typed, new):  # the usual step: C-level, not a Python pass over the history
+        return [*typed, *new]
     out: list[BaseMessage | None] = list(typed)
     at = {m.id: i for i, m in enumerate(out) if m is not None and m.id is not None}
     for m in new:
@@ -157,6 +160,18 @@ def delta_messages(state: Sequence[Any], writes: Sequence[Any]) -> list[BaseMess
                 at[m.id] = len(out)
             out.append(m)
     return [m for m in out if m is not None]
+
+
+_ID = attrgetter("id")
+
+
+def _only_appends(state: Sequence[BaseMessage], new: Sequence[BaseMessage]) -> bool:
+    """Whether ``new`` only appends to ``state``: no removal, and no id already there
+    or repeated (each of those replaces in place)."""
+    ids = [m.id for m in new if m.id is not None]
+    if any(isinstance(m, RemoveMessage) for m in new) or len(set(ids)) < len(ids):
+        return False
+    return not ids or set(map(_ID, state)).isdisjoint(ids)
 
 
 class _ContextFields(TypedDict, total=False):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from langgraph_ctx import DeltaReadCache
 from langgraph_ctx.cli.inspect import inspect_session
 from tests.pace_worker import THREAD, TURNS, drive, session, turn
 
@@ -49,14 +50,19 @@ def urls(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     return killed_url, f"sqlite:///{tmp_path}/clean.sqlite"
 
 
-def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
-    killed_url, clean_url = urls
-    with session(clean_url) as graph:
+def never_killed(url: str) -> tuple[list[Any], dict[str, Any]]:
+    """The session run whole: its history once turn KILL_AT is done, and its end."""
+    with session(url) as graph:
         drive(graph, KILL_AT)
         graph.invoke(turn(KILL_AT), CONFIG, durability="sync")
-        clean_at_kill = graph.get_state(CONFIG).values["messages"]
+        at_kill = graph.get_state(CONFIG).values["messages"]
         drive(graph)
-        clean = graph.get_state(CONFIG).values
+        return at_kill, graph.get_state(CONFIG).values
+
+
+def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
+    killed_url, clean_url = urls
+    clean_at_kill, clean = never_killed(clean_url)
 
     proc = killed(killed_url)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
@@ -82,3 +88,38 @@ def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
     assert len(final["messages"]) == 2 * TURNS
     assert final["pace_chunks"].keys() == clean["pace_chunks"].keys()
     assert inspect_session(killed_url, THREAD).messages == 2 * TURNS
+
+
+WARM = 20
+"""Turns this process runs before another process takes the thread over."""
+
+
+def test_a_warm_read_cache_sees_another_process_write_then_die(urls: tuple[str, str]) -> None:
+    # This process holds the thread's history in its DeltaReadCache; another process
+    # continues the thread (snapshots and all) and is killed mid-turn; this process
+    # then reads on: what it sees is what the database holds, not what it kept.
+    killed_url, clean_url = urls
+    clean_at_kill, clean = never_killed(clean_url)
+
+    with session(killed_url) as graph:
+        cache = graph.checkpointer
+        assert isinstance(cache, DeltaReadCache)  # create_context_agent's default for PACE
+        drive(graph, WARM)
+        # Every read came from memory but the first (the saver's whole history).
+        assert (cache.hits, cache.misses) == (WARM - 2, 1)
+        assert as_sent(graph.get_state(CONFIG).values["messages"]) == as_sent(
+            clean_at_kill[: 2 * WARM]
+        )
+
+        proc = killed(killed_url)  # turns WARM..KILL_AT, then SIGKILL in turn KILL_AT
+        assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
+
+        state = graph.get_state(CONFIG)
+        history = state.values["messages"]
+        assert state.next
+        assert history[-1].id == f"t{KILL_AT}"
+        assert as_sent(history) == as_sent(clean_at_kill[: len(history)])
+        drive(graph)
+        final = graph.get_state(CONFIG).values
+    assert as_sent(final["messages"]) == as_sent(clean["messages"])
+    assert final["pace_chunks"].keys() == clean["pace_chunks"].keys()

@@ -25,6 +25,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -59,6 +60,7 @@ from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState, DeltaContextState
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
@@ -164,6 +166,11 @@ def create_context_agent(
             migrated first). Default: in memory.
         **options: see :class:`AgentOptions`.
 
+    On a state whose ``messages`` is a delta channel (``DeltaContextState``, PACE's
+    default), the saver is wrapped in
+    :class:`~langgraph_ctx.storage.delta_cache.DeltaReadCache`: an invoke reads
+    back what the turns since the last one added, not the whole history.
+
     A saver you pass stays yours to close. A URL is opened here and belongs to
     the returned graph: its connection (or pool) is closed when the graph is
     garbage-collected, or at interpreter exit, whichever comes first. For a
@@ -175,13 +182,25 @@ def create_context_agent(
     """
     builder = build_context_agent(model, tools, **options)
     if not isinstance(checkpointer, str):
-        return builder.compile(checkpointer=checkpointer or InMemorySaver())
+        return builder.compile(checkpointer=_cached(builder, checkpointer or InMemorySaver()))
     db = parse_url(checkpointer, field="checkpointer")  # names the setting on a bad URL
     with ExitStack() as opened:  # closed at once if compiling fails
-        graph = builder.compile(checkpointer=opened.enter_context(checkpointer_from_url(db.url)))
+        saver = opened.enter_context(checkpointer_from_url(db.url))
+        graph = builder.compile(checkpointer=_cached(builder, saver))
         owned = opened.pop_all()
     weakref.finalize(graph, owned.close)  # at collection or exit; never holds the graph
     return graph
+
+
+def _cached(
+    builder: StateGraph[Any, Any, Any, Any], saver: BaseCheckpointSaver[Any]
+) -> BaseCheckpointSaver[Any]:
+    """``saver`` behind a :class:`DeltaReadCache` where the history is a delta channel."""
+    if isinstance(builder.channels.get("messages"), DeltaChannel) and not isinstance(
+        saver, DeltaReadCache
+    ):
+        return DeltaReadCache(saver)
+    return saver
 
 
 def build_context_agent(

@@ -107,7 +107,8 @@ class PredictiveExtraction(ContextStrategy):
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages = view.get("messages") or []
-        session: PaceSession = ctx.session.scratch.setdefault(f"{self.name}:session", PaceSession())
+        scratch, key = ctx.session.scratch, f"{self.name}:session"
+        session: PaceSession = scratch.get(key) or scratch.setdefault(key, PaceSession())
         count_text = ctx.counter.count_text
         sealed = session.update(messages, ctx.session.cache.count_of, count_text)
         restored = None

@@ -10,6 +10,8 @@
 - ``postgres``: the archive and event log in PostgreSQL (``_pgtable`` below it);
 - ``memory_index``: lexical indexes of long-term memories in SQLite and PostgreSQL;
 - ``locks``: one run per thread at a time, across processes;
+- ``delta_cache``: a checkpointer wrapper that resumes each thread's delta-channel
+  reads from the last one (:class:`DeltaReadCache`);
 - ``migrations``: the versioned SQL in ``sql/`` and the runner that applies it
   (``_versions``, ``_sqlite_migrations``, ``_pg_migrations`` below it);
 - ``_fts``, ``_pgsearch``: search over SQLite's and PostgreSQL's full-text indexes.
@@ -18,7 +20,7 @@ The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
 (``tests/test_storage_layers.py`` checks it):
 
-1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``;
+1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``, ``delta_cache``;
 2. ``urls``, ``_pgconn`` (PostgreSQL connections), ``_passages``;
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
 4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
@@ -36,6 +38,7 @@ from langgraph_ctx.storage.checkpointers import (
     async_checkpointer_from_url,
     checkpointer_from_url,
 )
+from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.hits import ArchiveHit, HitKind, searchable_text
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
@@ -46,6 +49,7 @@ from langgraph_ctx.storage.urls import redact_url
 
 __all__ = [
     "ArchiveHit",
+    "DeltaReadCache",
     "HitKind",
     "InMemoryArchive",
     "MessageArchive",
