@@ -84,6 +84,12 @@ def is_ephemeral(message: BaseMessage) -> bool:
     return bool(_marks(message).get("ephemeral"))
 
 
+def is_recall_block(message: BaseMessage) -> bool:
+    """Whether ``message`` is recall's block for one call, standing on its own (its
+    tokens are reported as the auxiliary component, not as messages)."""
+    return is_ephemeral(message) and "recall" in _marks(message)
+
+
 def is_compacted(message: BaseMessage) -> bool:
     """Whether ``message`` is a tool result shrunk in place (its original is archived)."""
     return "compacted" in _marks(message)

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx.markers import KEY, is_ephemeral
+from langgraph_ctx.markers import KEY, is_recall_block
 from langgraph_ctx.middleware._content import (
     is_stable_system,
     join_contents,
@@ -91,7 +91,7 @@ def delta_recall(
     call's best new lines in the last one's, instead of this call's block (see the
     module docstring: ``"delta"``)."""
     out = list(messages)
-    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
+    at = next((j for j, m in enumerate(out) if is_recall_block(m)), None)
     fresh = out.pop(at) if at is not None else None
     human = next((m for m in reversed(out) if m.type == "human"), None)
     if human is None or not human.id:
@@ -189,7 +189,7 @@ def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseM
     counted this call's block as auxiliary: the one not sent is taken back out.
     """
     out = list(messages)
-    at = next((j for j, m in enumerate(out) if _is_recall(m)), None)
+    at = next((j for j, m in enumerate(out) if is_recall_block(m)), None)
     fresh = out.pop(at) if at is not None else None
     fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
     signature = stable_signature(out)
@@ -214,11 +214,6 @@ def _take_back(
 ) -> None:
     if ctx.usage is not None and raw:
         ctx.adjust_usage(component, -raw)
-
-
-def _is_recall(m: BaseMessage) -> bool:
-    marks: Any = m.additional_kwargs.get(KEY)
-    return is_ephemeral(m) and isinstance(marks, dict) and "recall" in marks
 
 
 def _stable(block: BaseMessage) -> BaseMessage:

@@ -36,7 +36,7 @@ from langgraph_ctx.budget import Component, UsageReport, measure
 from langgraph_ctx.compression._ceiling import fit_prompt
 from langgraph_ctx.compression._tiers import repair_pairs
 from langgraph_ctx.errors import BudgetExceededError
-from langgraph_ctx.markers import is_summary
+from langgraph_ctx.markers import is_recall_block, is_summary
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 
@@ -83,7 +83,12 @@ class PreflightCheck(Middleware):
         messages: list[BaseMessage] = list(view.get("messages") or ())
         count = ctx.session.cache.count_of
         prompt = self._prompt(ctx) if ctx.system_prompt else 0
-        raw = sum(count(m) for m in messages) + prompt
+        # Recall's block stands among the messages but is reported as auxiliary:
+        # counted here too, it was counted twice, and the ceiling left out a block
+        # that fitted, then reported the prompt it had not sent, which taught
+        # calibration a ratio far under 1 (later calls went over their budget).
+        apart = sum(count(m) for m in messages if is_recall_block(m))
+        raw = sum(count(m) for m in messages) + prompt - apart
         used = report.used
         sent = (
             report.total

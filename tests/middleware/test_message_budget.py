@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,9 @@ from langgraph_ctx import (
     call_llm_node,
     is_summary,
 )
+from langgraph_ctx.markers import is_recall_block
+from langgraph_ctx.middleware.recall import MemoryRecall
+from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel, generate_session
 
 
@@ -125,3 +129,38 @@ def test_summaries_fit_what_the_pipeline_counts(summarizer: Any) -> None:
         assert counter.count_text(summary.text.partition("\n")[2]) <= max(
             d["max_tokens"] for d in asked
         )
+
+
+@pytest.mark.parametrize("b", [1_000, 2_000])
+def test_messages_and_the_recall_block_stay_within_b_as_the_provider_counts(b: int) -> None:
+    # The messages get 3B/4, recall's block B/4, and the prompt limit is B: the
+    # block stands among the messages yet is reported as auxiliary. Counted twice
+    # by the ceiling, a block that fitted was left out and the prompt reported
+    # unsent, so calibration learnt a ratio under 1 from a provider that counts
+    # exactly as we do, and later calls went over B.
+    archive = InMemoryArchive()
+    spare = math.ceil(b / 0.85) - b
+    budget = Budget(
+        window=b + spare,
+        system=0,
+        messages=b - b // 4,
+        tools=0,
+        auxiliary=b // 4,
+        output_reserve=spare - spare // 3,
+        safety_margin=spare // 3,
+        messages_cap=True,
+    )
+    model = ScriptedChatModel(default="ok")  # reports usage with our counter
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    layers = [PreflightCheck(), TieredCompression(archive=archive), MemoryRecall(archive=archive)]
+    agent = Pipeline(layers, budget=budget).attach(builder).compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    for turn in generate_session(300, seed=3, tool_rate=0.0).turns:
+        agent.invoke({"messages": [HumanMessage(turn.user, id=f"u{turn.index}")]}, config)
+    counter = TokenCounter()
+    sizes = [counter.count_messages(list(call.messages)) for call in model.calls]
+    recalled = [c for c in model.calls if any(is_recall_block(m) for m in c.messages)]
+    assert len(recalled) > len(model.calls) // 2  # recall filled its share most calls
+    assert max(sizes) <= b, max(sizes)
