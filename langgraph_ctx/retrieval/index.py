@@ -381,7 +381,8 @@ class LexicalIndex:
         ``within``: only docs that hold every term of it (a name asked about) are
         ranked. Their postings' intersection is the candidates, so a question about
         one of many things that share its wording finds the passages that name it,
-        best by the question's words, however many passages name it alone.
+        best by the question's words, however many passages name it alone. A
+        ``within`` with no terms (stop words only) constrains nothing: a plain search.
         """
         shard, found = self._search(scope, query, limit, {}, owners=True, within=within)
         return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
