@@ -99,7 +99,7 @@ def _model() -> BaseChatModel:
         from langchain.chat_models import init_chat_model
 
         return init_chat_model(name)
-    return ScriptedChatModel(default=_scripted_reply)
+    return ScriptedChatModel(default=_scripted_reply, keep_calls=0)  # a server runs long
 
 
 def _research_model() -> BaseChatModel:
@@ -112,7 +112,7 @@ def _research_model() -> BaseChatModel:
             return AIMessage(f"Found: {messages[-1].text}")
         return AIMessage("", tool_calls=[call])
 
-    return ScriptedChatModel(default=reply)
+    return ScriptedChatModel(default=reply, keep_calls=0)
 
 
 url = storage_url()

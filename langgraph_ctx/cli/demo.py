@@ -62,7 +62,8 @@ def build_graph(
 
     ``events``: where every ledger event is also written (the event table).
     """
-    model = ScriptedChatModel(default=workload.responder())
+    # keep_calls=0: nothing reads the call log, and it would hold every prompt.
+    model = ScriptedChatModel(default=workload.responder(), keep_calls=0)
     tools = workload_tools(workload)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(model, tools=tools))

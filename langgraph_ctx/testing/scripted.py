@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,11 @@ class ScriptedChatModel(BaseChatModel):
     used for every further call, else :class:`ScriptExhaustedError` is raised.
     ``usage_scale`` multiplies the reported input tokens, to play a provider
     that counts differently from us (calibration tests).
+    ``keep_calls`` bounds what :attr:`calls` keeps to the latest that many (``0``:
+    none). Each call record holds its whole prompt, so keeping all of them costs
+    memory quadratic in a session's length (4 GB by turn 1,200 of the demo's
+    workload): set it for long runs; the default, ``None``, keeps every call for
+    tests that read ``calls[0]``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -73,9 +79,10 @@ class ScriptedChatModel(BaseChatModel):
     structured_default: Any = None
     usage_scale: float = 1.0
     report_usage: bool = True
+    keep_calls: int | None = Field(default=None, ge=0)
     model_name: str = "scripted"
 
-    _calls: list[ModelCall] = PrivateAttr(default_factory=list)
+    _calls: deque[ModelCall] = PrivateAttr(default_factory=deque)
     _cursors: dict[bool, int] = PrivateAttr(default_factory=lambda: {False: 0, True: 0})
     """Replies used so far, by script: ``True`` for the structured one."""
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -87,7 +94,8 @@ class ScriptedChatModel(BaseChatModel):
 
     @property
     def calls(self) -> list[ModelCall]:
-        """Every call so far, in order (including structured-output calls)."""
+        """Every call so far (the latest ``keep_calls`` if set), in order, including
+        structured-output calls."""
         return list(self._calls)
 
     def bind_tools(
@@ -157,12 +165,16 @@ class ScriptedChatModel(BaseChatModel):
         tools: Sequence[dict[str, Any]],
         structured: str | None = None,
     ) -> None:
+        if self.keep_calls == 0:
+            return
         text = "\n".join(m.text for m in messages)
         call = ModelCall(
             messages=tuple(messages), tools=tuple(tools), structured=structured, text=text
         )
         with self._lock:
             self._calls.append(call)
+            while self.keep_calls is not None and len(self._calls) > self.keep_calls:
+                self._calls.popleft()
 
     def _usage(
         self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], reply: AIMessage

@@ -43,3 +43,23 @@ async def test_async_calls_share_the_script() -> None:
     assert model.invoke("q").text == "two"
     with pytest.raises(ScriptExhaustedError):
         await model.ainvoke("q")
+
+
+def test_keep_calls_bounds_the_call_log_to_the_latest() -> None:
+    # Each record holds its whole prompt: a long session must be able to keep few.
+    model = ScriptedChatModel(default="ok", keep_calls=2)
+    for i in range(5):
+        model.invoke(f"q{i}")
+    assert [c.text for c in model.calls] == ["q3", "q4"]
+    quiet = ScriptedChatModel(default="ok", keep_calls=0)
+    quiet.invoke("q")
+    assert quiet.calls == [] and quiet.invoke("again").text == "ok"
+    every = ScriptedChatModel(default="ok")
+    for i in range(5):
+        every.invoke(f"q{i}")
+    assert [c.text for c in every.calls] == [f"q{i}" for i in range(5)]
+
+
+def test_a_negative_keep_calls_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="keep_calls"):
+        ScriptedChatModel(keep_calls=-1)
