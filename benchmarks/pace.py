@@ -514,6 +514,7 @@ def longevity_row(turns: int, minutes: float, *, cached: bool) -> tuple[list[str
         stop,
         first,
         f"{max(run.prompt_tokens) / window:.3f}",
+        f"{min(run.prompt_tokens[200:] or run.prompt_tokens):,}",
         f"{sum(run.probes.values())}/{len(run.probes)}",
         f"{statistics.median(own[100:300] or own):.1f} / {statistics.median(own[-200:]):.1f}",
         f"{statistics.median(step[100:300] or step):.0f} / {statistics.median(step[-200:]):.0f}",
@@ -523,7 +524,8 @@ def longevity_row(turns: int, minutes: float, *, cached: bool) -> tuple[list[str
     ]
     print(f"checkpointed longevity: {row}", file=sys.stderr)
     head = ["turns / model calls run", "stopped at", "first call over the prompt limit"]
-    head += ["peak utilization", "probes kept", "PACE ms/call, calls 101-300 / last 200"]
+    head += ["peak utilization", "smallest prompt after call 200", "probes kept"]
+    head += ["PACE ms/call, calls 101-300 / last 200"]
     head += ["invoke ms, calls 101-300 / last 200", "checkpoint bytes per call"]
     head += ["GC min (full collections)", "run min (wall / CPU)"]
     return head, row

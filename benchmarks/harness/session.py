@@ -9,6 +9,7 @@ that differs between them is the context each one sends to the model.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -92,11 +93,22 @@ class TokenTally:
     from a checkpoint as a new object costs a dict lookup, not a tokenization.
     Never the message id: one tally serves every session of a workload, and
     ids repeat across sessions (tau-bench's ``m3``).
+
+    Keys of at most ``limit`` characters in all, the oldest out (first in, first
+    out: a hit stays a plain dict lookup, in the peers' timed hooks too). A
+    strategy that assembles its prompt each call (PACE's condensed messages) sends
+    new texts every call, about 0.4 MB a call late in a 10,000-turn run: kept,
+    they held gigabytes. Every prompt and history counted here is bounded by the
+    window (twice it for no management), so the limit holds dozens of them and
+    a text sent again after its entry went out is counted once more.
     """
+
+    limit = 50_000_000
 
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self.counter = counter or TokenCounter()
-        self._cache: dict[tuple[str, str, str], int] = {}
+        self._cache: OrderedDict[tuple[str, str, str], int] = OrderedDict()
+        self._chars = 0
 
     def __call__(self, messages: Iterable[Any]) -> int:
         return sum(self.one(m) for m in messages)
@@ -110,6 +122,10 @@ class TokenTally:
         hit = self._cache.get(key)
         if hit is None:
             hit = self._cache[key] = self.counter.count_message(message)
+            self._chars += len(key[2])
+            while self._chars > self.limit:
+                old, _ = self._cache.popitem(last=False)
+                self._chars -= len(old[2])
         return hit
 
 

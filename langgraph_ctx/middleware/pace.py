@@ -60,7 +60,12 @@ from langgraph_ctx.strategies.pace_steps import CHANNEL, PaceSession, Step
 from langgraph_ctx.strategies.pace_summaries import start
 
 BLOCK_TOKENS = 30
-"""Room kept for the condensed blocks' title and message overhead."""
+"""Room kept for the condensed blocks' title and message overhead: a first estimate.
+A title that says steps were left out, or full steps splitting the condensed ones
+into several messages, cost more; :meth:`PredictiveExtraction._assemble` then fits
+again to the exact excess."""
+REFITS = 4
+"""Most times the levels are lowered again by what the assembly came out over."""
 KEYS_PER_CALL = 64
 """Most new keys encoded in one call (a resumed session without records catches
 up over a few calls; a step not keyed yet weighs as the average)."""
@@ -213,15 +218,32 @@ class PredictiveExtraction(ContextStrategy):
         limits = thresholds(s, p)
         table = session.table[: len(scored)]
         whole = int(table[:, FULL].sum())
+        chosen = select(weights, limits)
         if not s.condense_when_fits and fixed + whole <= budget:
             levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
         else:
-            levels = fit(select(weights, limits), table, weights, budget - fixed)
+            levels = fit(chosen, table, weights, budget - fixed)
         # The tokens sent come with the messages, summed from counts made once per step
         # and line, exact (the prompt ceiling trusts the usage report a strategy leaves
         # clearly under the limit): the condensed messages, new every call and as long
         # as the budget allows, are never tokenized.
         messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
+        # Over by what the estimate of the blocks' overhead missed: fit again, to what
+        # the steps cost now less that excess (the least relevant step lowered first),
+        # and assemble again. Left over, even a token, the prompt ceiling would drop a
+        # whole block.
+        rows = np.arange(len(scored))
+        for _ in range(REFITS):
+            if sent <= budget:
+                break
+            cost = int(table[rows, levels].sum())  # a step left out costs 0
+            lowered = fit(chosen, table, weights, cost - (sent - budget))
+            if np.array_equal(lowered, levels):
+                break  # nothing left to lower: the head and the last steps alone are over
+            levels = lowered
+            messages, sent = session.assemble(
+                view["messages"], scored, levels, ctx.session.cache
+            )
         session.previous_tokens = sent
         # Reported as what is sent, message by message: the condensed ones are looked
         # up (remembered at assembly), the rest were counted by pre-flight; a message
