@@ -34,6 +34,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("hot_path", "The hot path in a checkpointed graph: cost per turn, memory per session", 15),
     ("hot_path_crossing", "The call that crosses the red line, with and without preparation", 15),
     ("hot_path_session", "Cost per call early and late in a 1,000-turn session", 15),
+    ("session_memory", "Memory a process holds over one long session", 15),
     ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
     ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),
     ("retention_recall", "BFCL / tau-bench with the question asked: recall from the archive", 14),
