@@ -241,9 +241,7 @@ class PredictiveExtraction(ContextStrategy):
             if np.array_equal(lowered, levels):
                 break  # nothing left to lower: the head and the last steps alone are over
             levels = lowered
-            messages, sent = session.assemble(
-                view["messages"], scored, levels, ctx.session.cache
-            )
+            messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
         session.previous_tokens = sent
         # Reported as what is sent, message by message: the condensed ones are looked
         # up (remembered at assembly), the rest were counted by pre-flight; a message
