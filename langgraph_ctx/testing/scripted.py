@@ -65,9 +65,9 @@ class ScriptedChatModel(BaseChatModel):
     ``usage_scale`` multiplies the reported input tokens, to play a provider
     that counts differently from us (calibration tests).
     ``keep_calls`` bounds what :attr:`calls` keeps to the latest that many (``0``:
-    none). Each call record holds its whole prompt, so keeping all of them costs
-    memory quadratic in a session's length (4 GB by turn 1,200 of the demo's
-    workload): set it for long runs; the default, ``None``, keeps every call for
+    none). Each call record holds its whole prompt, so keeping all of them grows
+    memory by a prompt a call (4.3 GB by turn 1,200 of the demo's workload,
+    ``benchmarks/session_memory.py``): set it for long runs; the default, ``None``, keeps every call for
     tests that read ``calls[0]``.
     """
 
