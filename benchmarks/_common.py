@@ -68,3 +68,9 @@ def emit(name: str, lines: list[str]) -> None:
     out = RESULTS_DIR / f"{name}.md"
     out.write_text(text, encoding="utf-8")
     print(f"(written to {out.relative_to(BENCH_DIR.parent)})", file=sys.stderr)
+
+
+def rss_bytes() -> int:
+    """This process's resident size now (Linux ``/proc``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

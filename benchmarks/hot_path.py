@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import emit, header, table
+from _common import emit, header, rss_bytes, table
 from checkpoint_size import postgres_server
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -361,7 +360,7 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
         )
         gc.collect()
         tracemalloc.start()
-        base = _rss()
+        base = rss_bytes()
         for t in range(threads):
             config = {"configurable": {"thread_id": f"t{t}"}}
             history = [m.model_copy(update={"id": f"{t}-{m.id}"}) for m in _take(stream, size)]
@@ -372,7 +371,7 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
                 )
             del history
         gc.collect()
-        grown = _rss() - base
+        grown = rss_bytes() - base
         live = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         idle: list[int] = []
@@ -382,11 +381,6 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
                 held = active if id(session.cache) in tokens._active else idle
                 held.append(session.cache.nbytes())
         print(json.dumps({"rss": grown, "live": live, "idle": idle, "active": active}))
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def rss_section(threads: int, size: int) -> list[str]:

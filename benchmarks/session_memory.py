@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-from _common import emit, header, table
+from _common import emit, header, rss_bytes, table
 
 ROWS = {
     "default": ("`create_context_agent(recall=True)`", {"recall": True}, 0),
@@ -41,11 +41,6 @@ ROWS = {
         None,
     ),
 }
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096 / 1e6
 
 
 def child(row: str, turns: int, marks: list[int]) -> dict[str, Any]:
@@ -77,7 +72,7 @@ def child(row: str, turns: int, marks: list[int]) -> dict[str, Any]:
             done = turn.index + 1
             if done in marks:
                 gc.collect()
-                at[done] = rss_mb()
+                at[done] = rss_bytes() / 1e6
                 print(f"  {row}: {done} turns, {at[done]:.0f} MB", file=sys.stderr, flush=True)
         messages = len(agent.get_state(config).values["messages"])
         return {"rss": at, "seconds": time.perf_counter() - start, "messages": messages}
