@@ -694,6 +694,7 @@ def main() -> None:
     only.add_argument(
         "--checkpointed", action="store_true", help=f"'{CHECKPOINTED}' only; the rest kept"
     )
+    only.add_argument("--cost-only", action="store_true", help="(c) only; the rest kept")
     parser.add_argument(
         "--minutes", type=float, default=55.0, help="PACE's longevity on SQLite: time limit"
     )
@@ -716,6 +717,13 @@ def main() -> None:
         part += ["", f"Command: `python benchmarks/pace.py --checkpointed{budget}`."]
         before, rest = path.read_text("utf-8").split(f"\n{CHECKPOINTED}")
         emit("pace", [before.rstrip(), "", *part, "", "### (c)" + rest.split("\n### (c)")[1]])
+        return
+    if args.cost_only:
+        before, rest = path.read_text("utf-8").split("\n### (c)")
+        tail = rest.split("\nCommand for (b) and (c):")[1]
+        part = [*overhead((1_000, 10_000)), "", "Command for (c) alone: "]
+        part[-1] += "`python benchmarks/pace.py --cost-only`."
+        emit("pace", [before.rstrip(), "", *part, "", "Command for (b) and (c):" + tail.rstrip()])
         return
     kept = path.read_text("utf-8") if path.exists() else ""
     if args.long_only:
