@@ -66,9 +66,9 @@ class ScriptedChatModel(BaseChatModel):
     that counts differently from us (calibration tests).
     ``keep_calls`` bounds what :attr:`calls` keeps to the latest that many (``0``:
     none). Each call record holds its whole prompt, so keeping all of them grows
-    memory by a prompt a call (4.3 GB by turn 1,200 of the demo's workload,
-    ``benchmarks/session_memory.py``): set it for long runs; the default, ``None``, keeps every call for
-    tests that read ``calls[0]``.
+    memory by a prompt a call (4.3 GB by turn 1,200 of the demo's workload; see
+    ``benchmarks/session_memory.py``): set it for long runs. The default, ``None``,
+    keeps every call, for tests that read ``calls[0]``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
