@@ -48,6 +48,7 @@ from typing import Any
 
 from _common import emit, header, table
 from harness import runner, synthetic
+from harness.provider_cache import ProviderMeters
 from harness.recorder import Recorder
 from harness.savers import open_backend
 from harness.session import Session, TokenTally
@@ -128,6 +129,10 @@ class Measured:
     """Uncached tokens by where they are (:func:`misses`)."""
     rewrites: int = 0
     """Calls whose first message changed."""
+    providers: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """Per call: OpenAI cached and total, Anthropic cached and total (real payloads)."""
+    refused: Counter[str] = field(default_factory=Counter)
+    """Calls a client's payload builder refused, by provider."""
 
 
 _CURRENT: list[Measured] = []
@@ -140,6 +145,7 @@ class CacheRecorder(Recorder):
         super().__init__(*args, **kwargs)
         self.meter = PrefixMeter()
         self.measured = Measured()
+        self.providers = ProviderMeters(self.meter.tokens)
         _CURRENT.append(self.measured)
 
     def observe(self, messages: Sequence[BaseMessage]) -> None:
@@ -151,6 +157,8 @@ class CacheRecorder(Recorder):
         found = misses(messages, previous, cacheable, self.meter)
         self.measured.misses.update(found)
         self.measured.rewrites += any(k.startswith("rewrite") for k in found)
+        self.measured.providers.append(self.providers.measure(messages))
+        self.measured.refused = Counter(self.providers.refused)
 
 
 def misses(
@@ -236,10 +244,11 @@ PLANS: list[Strategy] = [
 
 def run_workload(
     name: str, sessions: Sequence[Session], window: int, backend: str, cut: float | None
-) -> tuple[list[list[str]], list[list[str]]]:
-    """The table's rows, and the rows of where the uncached tokens are (:func:`misses`)."""
+) -> tuple[list[list[str]], list[list[str]], list[list[str]]]:
+    """The table's rows, the rows of where the uncached tokens are (:func:`misses`), and
+    the rows on the providers' own payloads (:func:`_provider_row`)."""
     tally = TokenTally()
-    rows, where = [], []
+    rows, where, providers = [], [], []
     for strategy in PLANS:
         measured: list[Measured] = []
         probes: list[bool] = []
@@ -281,10 +290,51 @@ def run_workload(
         where.append(
             [strategy.label, f"{rewrites:,}", *(f"{found[k] / calls:,.0f}" for k in WHERE)]
         )
-    return rows, where
+        providers.append(_provider_row(strategy.label, measured))
+    return rows, where, providers
+
+
+def _provider_row(label: str, measured: list[Measured]) -> list[str]:
+    """One strategy on the real payloads: OpenAI's and Anthropic's cached share, and
+    Anthropic's cost (reads 0.1x, the rest written at 1.25x)."""
+    calls = [c for m in measured for c in m.providers]
+    oa_cached, oa_total, an_cached, an_total = (sum(c[i] for c in calls) for i in range(4))
+    refused: Counter[str] = sum((m.refused for m in measured), Counter())
+    per_call = an_total / max(1, len(calls))
+    uncached = (an_total - an_cached) / max(1, len(calls))
+    cost = (CACHE_WRITE * uncached + CACHE_READ * (per_call - uncached)) * BASE_PER_MTOK / 1000
+    return [
+        label,
+        f"{100 * oa_cached / max(1, oa_total):.1f}%",
+        f"{100 * an_cached / max(1, an_total):.1f}%",
+        f"{uncached:,.0f}",
+        f"${cost:,.2f}",
+        f"{refused['openai']:,} / {refused['anthropic']:,}",
+    ]
 
 
 WHERE = ("rewrite: first message", "rewrite: the rest", "recall", "turns")
+
+
+def _providers_section(rows: list[list[str]]) -> list[str]:
+    head = [
+        "strategy",
+        "OpenAI: cached",
+        "Anthropic: cached",
+        "Anthropic: uncached / call",
+        "Anthropic $/1K (reads 0.1x, writes 1.25x)",
+        "calls refused (OpenAI / Anthropic)",
+    ]
+    return [
+        "The same calls as each client sends them (`ChatOpenAI` and `ChatAnthropic` "
+        "payload builders, offline), under each provider's published caching rules "
+        "(`benchmarks/harness/provider_cache.py`): OpenAI from 1,024 tokens in 128-token "
+        "steps; Anthropic at block boundaries within 20 blocks of a breakpoint on the "
+        "last system block and on the last message, from 1,024 tokens.",
+        "",
+        *table(head, rows),
+        "",
+    ]
 
 
 def _where_section(where: list[list[str]]) -> list[str]:
@@ -339,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if "long" in args.workloads:
         session = synthetic.long_session(args.seed, turns)
-        rows, where = run_workload("long", [session], 128_000, "memory", 2.0)
+        rows, where, providers = run_workload("long", [session], 128_000, "memory", 2.0)
         lines += [
             f"### Long horizon: {turns:,} turns, 128K window, recall on (seed {args.seed})",
             "",
@@ -356,10 +406,11 @@ def main(argv: list[str] | None = None) -> int:
             *table(head, rows),
             "",
             *_where_section(where),
+            *_providers_section(providers),
         ]
     if "tau" in args.workloads:
         workload = WORKLOADS["tau"](args.seed, args.quick, None)
-        rows, where = run_workload(
+        rows, where, providers = run_workload(
             "tau", workload.sessions, workload.window, workload.backend, None
         )
         lines += [
@@ -368,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             *table(head, rows),
             "",
             *_where_section(where),
+            *_providers_section(providers),
         ]
     command = "python benchmarks/prompt_cache.py" + (" --quick" if args.quick else "")
     if args.turns:

@@ -1,0 +1,135 @@
+"""What two providers' prompt caches would serve of a prompt, built by their own clients.
+
+The message-level meter in ``prompt_cache.py`` counts any exact token prefix of the
+previous prompt: an upper bound. These two meters take the request payload the real
+client builds (``_get_request_payload``, offline, a dummy key) and apply each
+provider's published rules:
+
+- **OpenAI** (``ChatOpenAI``, chat completions): the longest prefix shared with the
+  previous request, cached from 1,024 tokens in 128-token steps
+  (openai.com/index/api-prompt-caching).
+- **Anthropic** (``ChatAnthropic``): a cache entry is written at each breakpoint
+  (here the two a caching client sets: the last system block, as
+  ``AnthropicPromptCachingMiddleware`` tags it, and the last block of the last
+  message, its request-level ``cache_control``) once the prefix there is 1,024
+  tokens or more. A read hits the longest written prefix ending at a block
+  boundary within 20 blocks before a breakpoint; ``cache_control`` itself is not
+  part of the key. So a change inside a block loses the whole block, and a change
+  more than 20 blocks before the end loses everything after the system block.
+
+Tokens are cl100k_base counts of each payload piece (the providers' own tokenizers
+differ; the comparison between strategies is what counts). No cache expiry: a
+replay has no wall-clock gaps (a user who pauses past 5 minutes loses the cache
+whatever manages the context).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+MINIMUM = 1_024
+"""Fewest prompt tokens either provider caches (Sonnet 4.5; OpenAI)."""
+STEP = 128
+"""OpenAI caches prefixes in steps of this many tokens past the minimum."""
+LOOKBACK = 20
+"""Block boundaries Anthropic checks before each breakpoint for a written entry."""
+
+
+class ProviderMeters:
+    """Both meters over one session's calls: ``measure`` each prompt in order."""
+
+    def __init__(self, tokens: Callable[[str], list[int]]) -> None:
+        from langchain_anthropic import ChatAnthropic
+        from langchain_openai import ChatOpenAI
+
+        self.tokens = tokens
+        self.anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-offline")  # type: ignore[call-arg]
+        self.openai = ChatOpenAI(model="gpt-5", api_key="sk-offline")  # type: ignore[arg-type]
+        self.previous: list[str] = []
+        self.written: set[int] = set()
+        self.refused: dict[str, int] = {"anthropic": 0, "openai": 0}
+
+    def measure(self, messages: Sequence[BaseMessage]) -> tuple[int, int, int, int]:
+        """``(openai cached, openai total, anthropic cached, anthropic total)``; a call
+        a client refuses counts as nothing cached (and in :attr:`refused`)."""
+        try:
+            payload = self.openai._get_request_payload(list(messages))
+            openai = self._openai([_dump(m) for m in payload["messages"]])
+        except ValueError:
+            self.refused["openai"] += 1
+            openai = (0, 0)
+        try:
+            payload = self.anthropic._get_request_payload(list(messages))
+            anthropic = self._anthropic(list(_blocks(payload)))
+        except ValueError:
+            self.refused["anthropic"] += 1
+            anthropic = (0, 0)
+        return (*openai, *anthropic)
+
+    def _openai(self, rendered: list[str]) -> tuple[int, int]:
+        total = sum(len(self.tokens(r)) for r in rendered)
+        shared = 0
+        for now, before in zip(rendered, self.previous, strict=False):
+            a, b = self.tokens(now), self.tokens(before)
+            if now == before:
+                shared += len(a)
+                continue
+            same = 0
+            while same < min(len(a), len(b)) and a[same] == b[same]:
+                same += 1
+            shared += same
+            break
+        self.previous = rendered
+        cached = 0 if shared < MINIMUM else MINIMUM + (shared - MINIMUM) // STEP * STEP
+        return cached, total
+
+    def _anthropic(self, blocks: list[tuple[bool, str]]) -> tuple[int, int]:
+        keys, ends = [], []
+        key, total = 0, 0
+        for _, block in blocks:
+            key = hash((key, block))
+            total += len(self.tokens(block))
+            keys.append(key)
+            ends.append(total)
+        system = [i for i, (in_system, _) in enumerate(blocks) if in_system]
+        breakpoints = sorted({*system[-1:], len(blocks) - 1} - {-1})
+        cached = 0
+        for point in breakpoints:
+            for j in range(point, max(-1, point - LOOKBACK), -1):
+                if keys[j] in self.written:
+                    cached = max(cached, ends[j])
+                    break
+        self.written.update(keys[p] for p in breakpoints if ends[p] >= MINIMUM)
+        return cached, total
+
+
+def _dump(piece: Any) -> str:
+    return json.dumps(piece, sort_keys=True, default=str)
+
+
+def _blocks(payload: dict[str, Any]) -> Iterator[tuple[bool, str]]:
+    """The payload's content blocks in cache order (system, then messages), each
+    rendered with its role and without ``cache_control``; ``True`` for system ones."""
+    system = payload.get("system")
+    for block in _content(system) if system else []:
+        yield True, _dump({"role": "system", **block})
+    for message in payload["messages"]:
+        for block in _content(message["content"]):
+            yield False, _dump({"role": message["role"], **block})
+
+
+def _content(content: str | list[Any]) -> list[dict[str, Any]]:
+    if isinstance(content, str):  # a string is one text block
+        return [{"type": "text", "text": content}]
+    return [
+        {
+            k: v
+            for k, v in (b if isinstance(b, dict) else {"text": str(b)}).items()
+            if k != "cache_control"
+        }
+        for b in content
+    ]

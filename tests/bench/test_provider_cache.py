@@ -1,0 +1,105 @@
+"""The provider cache meters on real payloads: what OpenAI's and Anthropic's published
+rules would serve of a prompt, checked on conversations whose answer is known."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from harness.provider_cache import LOOKBACK, MINIMUM, STEP, ProviderMeters
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_ctx.tokens import load_encoding
+
+pytest.importorskip("langchain_anthropic")
+pytest.importorskip("langchain_openai")
+
+
+def meters() -> ProviderMeters:
+    encoding = load_encoding()
+    assert encoding is not None
+    return ProviderMeters(encoding.encode)
+
+
+def words(n: int, word: str = "ledger") -> str:
+    return " ".join([word] * n)
+
+
+def turns(n: int, size: int = 60) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for i in range(n):
+        out += [HumanMessage(f"Turn {i}: " + words(size)), AIMessage(f"Reply {i}: " + words(size))]
+    return out
+
+
+SYSTEM = SystemMessage("You keep the books. " + words(40))
+
+
+def measure(m: ProviderMeters, prompt: Sequence[BaseMessage]) -> tuple[int, int, int, int]:
+    return m.measure(prompt)
+
+
+def test_an_appended_conversation_is_served_whole_once_past_the_minimum() -> None:
+    m = meters()
+    history = [SYSTEM, *turns(12)]
+    _, oa_total, _, an_total = measure(m, history)
+    assert an_total >= MINIMUM  # big enough to be written
+    oa_cached, _, an_cached, _ = measure(m, [*history, HumanMessage("Next: " + words(30))])
+    assert an_cached == an_total  # the previous prompt, whole (its last block was a breakpoint)
+    assert oa_total - STEP < oa_cached <= oa_total  # rounded down to a 128-token step
+    assert (oa_cached - MINIMUM) % STEP == 0
+
+
+def test_nothing_is_cached_below_the_minimum() -> None:
+    m = meters()
+    small = [SYSTEM, *turns(1, size=10)]
+    measure(m, small)
+    oa_cached, _, an_cached, _ = measure(m, [*small, HumanMessage("Next.")])
+    assert oa_cached == 0 and an_cached == 0
+
+
+def test_an_edit_far_back_leaves_anthropic_only_the_system_block() -> None:
+    m = meters()
+    system = SystemMessage("You keep the books. " + words(MINIMUM))  # cached on its own
+    history = [system, *turns(2 * LOOKBACK)]  # more blocks than the lookback reaches
+    _, _, _, whole = measure(m, history)
+    edited = list(history)
+    edited[2] = AIMessage("Reply 0: [cleared]")  # an old message changed, as clearing does
+    oa_cached, _, an_cached, _ = measure(m, [*edited, HumanMessage("Next.")])
+    other = meters()  # the system block alone: two prompts sharing nothing after it
+    measure(other, [system, HumanMessage("One.")])
+    _, _, served, _ = measure(other, [system, HumanMessage("Two.")])
+    assert MINIMUM <= an_cached == served < whole  # the system breakpoint's entry, no more
+    # OpenAI serves the longest shared prefix: the system prompt and the first turn.
+    assert served <= oa_cached + STEP
+
+
+def test_anthropic_looks_back_at_most_twenty_blocks_for_a_written_entry() -> None:
+    near, far = meters(), meters()
+    history = [SYSTEM, *turns(12)]
+    _, _, _, first = measure(near, history)
+    measure(far, history)
+    _, _, cached, _ = measure(near, [*history, *turns(LOOKBACK // 2 - 1)])
+    assert cached == first
+    _, _, cached, _ = measure(far, [*history, *turns(LOOKBACK // 2 + 1)])
+    assert cached == 0  # the entry is 22 blocks back: out of reach
+
+
+def test_an_edit_near_the_end_is_served_up_to_the_last_written_boundary_before_it() -> None:
+    m = meters()
+    history = [SYSTEM, *turns(12)]
+    _, _, _, first = measure(m, history)
+    grown = [*history, HumanMessage("More: " + words(20)), AIMessage("Fine.")]
+    _, _, cached, _ = measure(m, grown)
+    assert cached == first
+    edited = [*grown[:-1], AIMessage("Fine, noted.")]  # the last block changed
+    _, _, cached, _ = measure(m, [*edited, HumanMessage("Next.")])
+    assert cached == first  # the breakpoint written one call earlier, not the changed one
+
+
+def test_a_system_message_in_the_middle_is_a_call_anthropic_refuses() -> None:
+    m = meters()
+    prompt = [SYSTEM, *turns(2), SystemMessage("[Conversation Summary] old turns"), *turns(1)]
+    _, oa_total, an_cached, an_total = measure(m, prompt)
+    assert oa_total > 0  # OpenAI takes it
+    assert (an_cached, an_total) == (0, 0) and m.refused == {"openai": 0, "anthropic": 1}
