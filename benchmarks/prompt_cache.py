@@ -48,7 +48,7 @@ from typing import Any
 
 from _common import emit, header, table
 from harness import runner, synthetic
-from harness.provider_cache import ProviderMeters
+from harness.provider_cache import ProviderMeters, shared_prefix
 from harness.recorder import Recorder
 from harness.savers import open_backend
 from harness.session import Session, TokenTally
@@ -97,17 +97,7 @@ class PrefixMeter:
         """``(cacheable, total)`` tokens of this prompt; remembers it for the next call."""
         rendered = [render(m) for m in messages]
         total = sum(len(self.tokens(r)) for r in rendered)
-        cacheable = 0
-        for now, before in zip(rendered, self.previous, strict=False):  # any lengths
-            if now == before:
-                cacheable += len(self.tokens(now))
-                continue
-            a, b = self.tokens(now), self.tokens(before)
-            same = 0
-            while same < min(len(a), len(b)) and a[same] == b[same]:
-                same += 1
-            cacheable += same
-            break
+        cacheable = shared_prefix(rendered, self.previous, self.tokens)
         self.previous = rendered
         return cacheable, total
 

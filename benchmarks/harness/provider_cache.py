@@ -72,17 +72,7 @@ class ProviderMeters:
 
     def _openai(self, rendered: list[str]) -> tuple[int, int]:
         total = sum(len(self.tokens(r)) for r in rendered)
-        shared = 0
-        for now, before in zip(rendered, self.previous, strict=False):
-            a, b = self.tokens(now), self.tokens(before)
-            if now == before:
-                shared += len(a)
-                continue
-            same = 0
-            while same < min(len(a), len(b)) and a[same] == b[same]:
-                same += 1
-            shared += same
-            break
+        shared = shared_prefix(rendered, self.previous, self.tokens)
         self.previous = rendered
         cached = 0 if shared < MINIMUM else MINIMUM + (shared - MINIMUM) // STEP * STEP
         return cached, total
@@ -105,6 +95,23 @@ class ProviderMeters:
                     break
         self.written.update(keys[p] for p in breakpoints if ends[p] >= MINIMUM)
         return cached, total
+
+
+def shared_prefix(
+    rendered: Sequence[str], previous: Sequence[str], tokens: Callable[[str], list[int]]
+) -> int:
+    """Tokens of ``rendered`` (pieces in order) that are an exact prefix of ``previous``."""
+    shared = 0
+    for now, before in zip(rendered, previous, strict=False):  # any lengths
+        if now == before:
+            shared += len(tokens(now))
+            continue
+        a, b = tokens(now), tokens(before)
+        same = 0
+        while same < min(len(a), len(b)) and a[same] == b[same]:
+            same += 1
+        return shared + same
+    return shared
 
 
 def _dump(piece: Any) -> str:
