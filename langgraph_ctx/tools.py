@@ -54,6 +54,7 @@ class ToolRegistry:
         if unknown:
             raise ConfigurationError("always_include", f"names unknown tools {unknown}")
         self.always = tuple(always_include)
+        self._order = {name: i for i, name in enumerate(self._tools)}
         counter = counter or TokenCounter()
         self.cost = {name: counter.count_tool(t) for name, t in self._tools.items()}
         """Schema tokens per tool."""
@@ -76,9 +77,18 @@ class ToolRegistry:
         return ranked[:k]
 
     def bound_names(self, cache: Sequence[str]) -> list[str]:
-        """What a call binds: ``search_tools``, the always-include set, then the cache."""
+        """What a call binds: ``search_tools``, the always-include set, then the cache's
+        tools in the registry's order.
+
+        Not in the cache's LRU order: tool schemas come first in a provider's prompt,
+        so a list reordered each time a tool is used would cost the prompt cache
+        everything after it. Only a change of the set (a tool found, one evicted)
+        changes what is bound.
+        """
         names = [SEARCH_TOOLS, *self.always]
-        names += [n for n in cache if n in self._tools and n not in names]
+        fixed = set(names)
+        cached = [n for n in cache if n in self._order and n not in fixed]
+        names += sorted(cached, key=lambda n: self._order[n])
         return names
 
     def bound(self, state: Mapping[str, Any]) -> list[BaseTool]:

@@ -67,6 +67,27 @@ def test_bound_is_search_always_then_cache() -> None:
     assert names == [SEARCH_TOOLS, "get_orders", "search_hr"]
 
 
+def test_using_tools_does_not_reorder_the_schemas_bound() -> None:
+    # Tool schemas come first in a provider's prompt: bound in the cache's LRU order,
+    # every use of a tool but the latest reordered them, and the prompt cache missed
+    # everything after them on the next call. The set changes the bound list; use does not.
+    registry = ToolRegistry(TOOLS)
+    used = ["get_hr", "get_orders", "search_crm"]
+    calls = [{"name": n, "args": {"employee_id": "x", "order_id": "x", "contact_id": "x"},
+              "id": f"c{i}"} for i, n in enumerate([*used, "get_orders", "get_hr"])]  # fmt: skip
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[c]) for c in calls])
+    graph = graph_for(registry, window=128_000, capacity=8, model=model)
+    config: Any = {"configurable": {"thread_id": "order"}}
+    caches = []
+    for i in range(len(calls)):
+        first = {"tool_cache": used} if i == 0 else {}
+        out = graph.invoke({"messages": [HumanMessage("next")], **first}, config)
+        caches.append(list(out["tool_cache"]))
+    assert len({tuple(c) for c in caches}) > 1  # use did reorder the LRU cache
+    bound = {tuple(c.tool_names) for c in model.calls}
+    assert bound == {(SEARCH_TOOLS, "get_orders", "search_crm", "get_hr")}  # registry order
+
+
 def graph_for(registry: ToolRegistry, *, window: int, capacity: int, model: Any) -> Any:
     from langgraph_ctx import call_llm_node
 
