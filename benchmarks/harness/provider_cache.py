@@ -9,13 +9,14 @@ provider's published rules:
   previous request, cached from 1,024 tokens in 128-token steps
   (openai.com/index/api-prompt-caching).
 - **Anthropic** (``ChatAnthropic``): a cache entry is written at each breakpoint
-  (here the two a caching client sets: the last system block, as
-  ``AnthropicPromptCachingMiddleware`` tags it, and the last block of the last
+  (here those a caching client sets: the last tool and the last system block, as
+  ``AnthropicPromptCachingMiddleware`` tags them, and the last block of the last
   message, its request-level ``cache_control``) once the prefix there is 1,024
   tokens or more. A read hits the longest written prefix ending at a block
   boundary within 20 blocks before a breakpoint; ``cache_control`` itself is not
   part of the key. So a change inside a block loses the whole block, and a change
-  more than 20 blocks before the end loses everything after the system block.
+  more than 20 blocks before the end loses everything after the system block. Tools
+  come first (tools, system, messages), so a change to the tools bound loses it all.
 
 Tokens are cl100k_base counts of each payload piece (the providers' own tokenizers
 differ; the comparison between strategies is what counts). No cache expiry: a
@@ -53,17 +54,26 @@ class ProviderMeters:
         self.written: set[int] = set()
         self.refused: dict[str, int] = {"anthropic": 0, "openai": 0}
 
-    def measure(self, messages: Sequence[BaseMessage]) -> tuple[int, int, int, int]:
-        """``(openai cached, openai total, anthropic cached, anthropic total)``; a call
-        a client refuses counts as nothing cached (and in :attr:`refused`)."""
+    def measure(
+        self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = ()
+    ) -> tuple[int, int, int, int]:
+        """``(openai cached, openai total, anthropic cached, anthropic total)`` of a call
+        with ``tools`` bound (OpenAI function format, as the scripted model records
+        them); a call a client refuses counts as nothing cached (and in :attr:`refused`).
+        """
+        from langchain_anthropic.chat_models import convert_to_anthropic_tool
+
         try:
-            payload = self.openai._get_request_payload(list(messages))
-            openai = self._openai([_dump(m) for m in payload["messages"]])
+            bound = {"tools": list(tools)} if tools else {}
+            payload = self.openai._get_request_payload(list(messages), **bound)
+            pieces = [*payload.get("tools", ()), *payload["messages"]]
+            openai = self._openai([_dump(p) for p in pieces])
         except ValueError:
             self.refused["openai"] += 1
             openai = (0, 0)
         try:
-            payload = self.anthropic._get_request_payload(list(messages))
+            bound = {"tools": [convert_to_anthropic_tool(t) for t in tools]} if tools else {}
+            payload = self.anthropic._get_request_payload(list(messages), **bound)
             anthropic = self._anthropic(list(_blocks(payload)))
         except ValueError:
             self.refused["anthropic"] += 1
@@ -77,7 +87,7 @@ class ProviderMeters:
         cached = 0 if shared < MINIMUM else MINIMUM + (shared - MINIMUM) // STEP * STEP
         return cached, total
 
-    def _anthropic(self, blocks: list[tuple[bool, str]]) -> tuple[int, int]:
+    def _anthropic(self, blocks: list[tuple[str, str]]) -> tuple[int, int]:
         keys, ends = [], []
         key, total = 0, 0
         for _, block in blocks:
@@ -85,8 +95,12 @@ class ProviderMeters:
             total += len(self.tokens(block))
             keys.append(key)
             ends.append(total)
-        system = [i for i, (in_system, _) in enumerate(blocks) if in_system]
-        breakpoints = sorted({*system[-1:], len(blocks) - 1} - {-1})
+        # The last tool and the last system block (as AnthropicPromptCachingMiddleware
+        # tags them), and the last block (its request-level cache_control).
+        last = {kind: i for i, (kind, _) in enumerate(blocks)}
+        breakpoints = sorted(
+            {last.get("tools", -1), last.get("system", -1), len(blocks) - 1} - {-1}
+        )
         cached = 0
         for point in breakpoints:
             for j in range(point, max(-1, point - LOOKBACK), -1):
@@ -118,15 +132,18 @@ def _dump(piece: Any) -> str:
     return json.dumps(piece, sort_keys=True, default=str)
 
 
-def _blocks(payload: dict[str, Any]) -> Iterator[tuple[bool, str]]:
-    """The payload's content blocks in cache order (system, then messages), each
-    rendered with its role and without ``cache_control``; ``True`` for system ones."""
+def _blocks(payload: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """The payload's pieces in cache order (tools, system, then the messages' content
+    blocks), each rendered with its role and without ``cache_control``, with its kind:
+    ``"tools"``, ``"system"`` or ``"messages"``."""
+    for tool in payload.get("tools") or ():
+        yield "tools", _dump({k: v for k, v in tool.items() if k != "cache_control"})
     system = payload.get("system")
     for block in _content(system) if system else []:
-        yield True, _dump({"role": "system", **block})
+        yield "system", _dump({"role": "system", **block})
     for message in payload["messages"]:
         for block in _content(message["content"]):
-            yield False, _dump({"role": message["role"], **block})
+            yield "messages", _dump({"role": message["role"], **block})
 
 
 def _content(content: str | list[Any]) -> list[dict[str, Any]]:

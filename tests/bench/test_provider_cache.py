@@ -4,6 +4,7 @@ rules would serve of a prompt, checked on conversations whose answer is known.""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from harness.provider_cache import LOOKBACK, MINIMUM, STEP, ProviderMeters
@@ -35,8 +36,10 @@ def turns(n: int, size: int = 60) -> list[BaseMessage]:
 SYSTEM = SystemMessage("You keep the books. " + words(40))
 
 
-def measure(m: ProviderMeters, prompt: Sequence[BaseMessage]) -> tuple[int, int, int, int]:
-    return m.measure(prompt)
+def measure(
+    m: ProviderMeters, prompt: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = ()
+) -> tuple[int, int, int, int]:
+    return m.measure(prompt, tools)
 
 
 def test_an_appended_conversation_is_served_whole_once_past_the_minimum() -> None:
@@ -103,3 +106,21 @@ def test_a_system_message_in_the_middle_is_a_call_anthropic_refuses() -> None:
     _, oa_total, an_cached, an_total = measure(m, prompt)
     assert oa_total > 0  # OpenAI takes it
     assert (an_cached, an_total) == (0, 0) and m.refused == {"openai": 0, "anthropic": 1}
+
+
+def test_the_tools_come_first_so_reordering_them_loses_the_whole_prompt() -> None:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from langgraph_ctx.testing.catalog import catalog_tools
+
+    tools = [convert_to_openai_tool(t) for t in catalog_tools(6)]
+    history = [SYSTEM, *turns(12)]
+    same, moved = meters(), meters()
+    for m in (same, moved):
+        measure(m, history, tools)
+    grown = [*history, HumanMessage("Next.")]
+    oa, _, an, _ = measure(same, grown, tools)
+    assert oa > MINIMUM and an > MINIMUM  # the same tools: the prompt is served
+    oa, _, an, _ = measure(moved, grown, [*tools[1:], tools[0]])
+    assert an == 0  # tools are first in Anthropic's cache order
+    assert oa < MINIMUM  # and in OpenAI's request, before every message
