@@ -37,18 +37,21 @@ graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
 
 def main() -> dict[str, Any]:
     config: Any = {"configurable": {"thread_id": "example"}}
+    events: list[dict[str, Any]] = []
     for i in range(60):
         text = (
             f"Note {i}: shipment SHP-{i:04d} left the Rotterdam depot with {i * 3} pallets; "
             "customs cleared it at 09:40 and the carrier is Maersk."
         )
-        graph.invoke({"messages": [HumanMessage(text)]}, config)
-    ledger = graph.get_state(config).values["context_ledger"]
-    kinds = [e["kind"] for e in ledger]
-    peak = max(e["data"]["utilization"] for e in ledger if e["kind"] == "utilization")
-    print(f"{kinds.count('compression')} compressions; peak utilization {peak:.2f}")
+        # Every event of the session is on the custom stream; the checkpointed
+        # ledger keeps only the latest 32.
+        for chunk in graph.stream({"messages": [HumanMessage(text)]}, config, stream_mode="custom"):
+            events.append(chunk["langgraph_ctx"])
+    compressions = sum(e["kind"] == "compression" for e in events)
+    sent = [e["data"]["sent_utilization"] for e in events if e["kind"] == "utilization"]
+    print(f"{len(sent)} model calls; {compressions} compressions; peak utilization {max(sent):.2f}")
     print("last prompt:", len(model.calls[-1].messages), "messages")
-    return {"compressions": kinds.count("compression"), "peak": peak}
+    return {"compressions": compressions, "peak": max(sent)}
 
 
 if __name__ == "__main__":

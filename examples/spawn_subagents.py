@@ -104,7 +104,7 @@ def main() -> list[SubAgentResult]:
     ratios = [
         e["data"]["boundary_ratio"] for e in out["context_ledger"] if e["kind"] == "delegation"
     ]
-    print("boundary ratios:", ratios)
+    print("tokens each child used per token its result costs the parent:", ratios)
     print("answer:", out["messages"][-1].text)
     return results
 

@@ -110,10 +110,9 @@ class Budget:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigurationError(f"Budget.{f.name}", f"expected an int, got {value!r}")
-            if value < 0:
-                raise ConfigurationError(f"Budget.{f.name}", f"must be >= 0, got {value}")
-        if self.window <= 0:
-            raise ConfigurationError("Budget.window", f"must be > 0, got {self.window}")
+            least = 1 if f.name == "window" else 0
+            if value < least:
+                raise ConfigurationError(f"Budget.{f.name}", f"must be >= {least}, got {value}")
         allocated = self.allocated_total + self.output_reserve + self.safety_margin
         if allocated > self.window:
             raise ConfigurationError(

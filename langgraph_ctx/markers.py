@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx.errors import ConfigurationError
+
 KEY = "lgctx"
 SUMMARY_PREFIX = "[Conversation Summary]"
 RECALL_PREFIX = "[Recalled Memory]"
@@ -27,6 +29,8 @@ def _marks(message: BaseMessage) -> dict[str, Any]:
 
 def pin(message: M) -> M:
     """Mark ``message`` so that compression never touches it. Returns it."""
+    if not isinstance(message, BaseMessage):
+        raise ConfigurationError("pin", f"expected a LangChain message, got {message!r:.80}")
     message.additional_kwargs[KEY] = {**_marks(message), "pinned": True}
     return message
 

@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx.errors import ConfigurationError
+
 logger = logging.getLogger("langgraph_ctx.tokens")
 
 K_MIXED = 3.8
@@ -96,6 +98,26 @@ def load_encoding(name: str = "cl100k_base") -> Encoding | None:
     return enc
 
 
+def _check_encoding_name(name: object) -> None:
+    """A name tiktoken knows, or ``None`` for the estimate: a typo would otherwise
+    fall back to the estimate with one log line, counting every prompt roughly."""
+    if name is None:
+        return
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError(
+            "TokenCounter.encoding", f"expected an encoding name or None, got {name!r}"
+        )
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a core dependency
+        return
+    known = {n.removesuffix("_offline") for n in tiktoken.list_encoding_names()}
+    if name not in known:
+        raise ConfigurationError(
+            "TokenCounter.encoding", f"unknown encoding {name!r}; tiktoken knows {sorted(known)}"
+        )
+
+
 def message_text(message: BaseMessage) -> tuple[str, int]:
     """Return the countable text of a message and a flat token charge for images.
 
@@ -140,6 +162,7 @@ class TokenCounter:
     _warned = False
 
     def __init__(self, encoding: str | None = "cl100k_base") -> None:
+        _check_encoding_name(encoding)
         self.encoding = load_encoding(encoding) if encoding else None
         # Short texts come back call after call (recall's lines, a system prompt,
         # a tool schema): their counts are kept, at most SHORT_TEXTS of them.

@@ -46,7 +46,15 @@ class ToolRegistry:
         counter: TokenCounter | None = None,
     ) -> None:
         self._tools: dict[str, BaseTool] = {}
-        for t in tools:
+        if isinstance(tools, BaseTool) or not isinstance(tools, Sequence):
+            raise ConfigurationError("tools", f"expected a list of tools, got {tools!r:.80}")
+        for i, t in enumerate(tools):
+            if not isinstance(t, BaseTool):
+                raise ConfigurationError(
+                    "tools",
+                    f"item {i}: expected a LangChain tool (decorate a function with @tool), "
+                    f"got {t!r:.80}",
+                )
             if t.name in self._tools or t.name == SEARCH_TOOLS:
                 raise ConfigurationError("tools", f"duplicate or reserved tool name {t.name!r}")
             self._tools[t.name] = t

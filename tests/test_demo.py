@@ -73,6 +73,39 @@ def test_cli_rejects_bad_turns(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--turns" in capsys.readouterr().err
 
 
+def test_cli_rejects_a_bad_window_or_db_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "d.sqlite"
+    assert main(["demo", "--turns", "2", "--window", "0", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "Budget.window" in err and "got 0" in err and "demo: 2 turns" not in err
+    assert not db.exists()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    assert main(["demo", "--turns", "2", "--db", str(notes), "--quiet"]) == 2  # was a traceback
+    assert "is not a SQLite database" in capsys.readouterr().err
+    assert notes.read_text() == "my notes"
+
+
+def test_cli_demo_run_again_on_a_finished_session_says_how_to_go_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["demo", "--turns", "3", "--db", str(tmp_path / "d.sqlite"), "--quiet"]
+    assert main([*args, "--plot", str(tmp_path / "u.png")]) == 0
+    capsys.readouterr()
+    assert main([*args, "--plot", str(tmp_path / "u.png")]) == 0
+    out = capsys.readouterr().out
+    assert "0 LLM calls" in out and "nothing to run" in out and "--turns 53" in out
+
+
+def test_cli_demo_help_shows_the_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: 150)" in out and "(default: 32000)" in out and "(default: demo)" in out
+
+
 def test_sparkline_scales_to_full_blocks() -> None:
     assert sparkline([0.0, 1.0]) == " █"
     assert len(sparkline([0.5] * 1000, width=50)) == 50

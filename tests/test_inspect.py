@@ -126,6 +126,7 @@ def test_inspect_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert main(["inspect", "t", "--database-url", "postgresql://u:pw@127.0.0.1:1/db"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "no SQLite database" in err[0]
+    assert "--database-url" in err[0]  # the default database is not the demo's: say so
     assert "cannot connect" in err[1] and ":pw@" not in err[1]
 
 

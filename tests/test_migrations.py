@@ -182,6 +182,28 @@ def test_memory_url_has_nothing_to_migrate() -> None:
 # -- SQLite ------------------------------------------------------------------
 
 
+def test_a_file_that_is_not_sqlite_is_named_and_left_as_it_was(tmp_path: Path) -> None:
+    # sqlite3 opens anything and failed at the first statement with a bare
+    # "DatabaseError: file is not a database", naming no file.
+    from langgraph_ctx.storage.checkpointers import checkpointer_from_url
+    from langgraph_ctx.storage.events import SQLiteEventSink
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n" * 100)
+    attempts = [
+        lambda: SQLiteArchive(str(notes)),
+        lambda: SQLiteEventSink(notes),
+        lambda: migrate(f"sqlite:///{notes}"),
+        lambda: migration_status(f"sqlite:///{notes}"),
+        lambda: checkpointer_from_url(f"sqlite:///{notes}").__enter__(),
+    ]
+    for attempt in attempts:
+        with pytest.raises(ConfigurationError, match="is not a SQLite database") as info:
+            attempt()
+        assert str(notes) in str(info.value)
+    assert notes.read_text() == "not a database\n" * 100
+
+
 def test_sqlite_gets_the_same_tables_concurrently(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/nested/s.sqlite"
     barrier = threading.Barrier(8)

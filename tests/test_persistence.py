@@ -123,6 +123,25 @@ def test_setup_false_requires_an_existing_sqlite_file(tmp_path: Path) -> None:
         pass
 
 
+def test_a_postgres_url_without_the_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without psycopg the first import deep in a saver raised ModuleNotFoundError.
+    from langgraph_ctx.storage import _pgconn
+
+    monkeypatch.setattr(_pgconn, "DRIVER_MODULES", ("psycopg", "no_such_driver_module"))
+    url = "postgresql://app:s3cret@127.0.0.1:1/app"
+    for setup in (True, False):
+        with (
+            pytest.raises(ConfigurationError, match=r"langgraph-ctx\[postgres\]") as info,
+            checkpointer_from_url(url, setup=setup),
+        ):
+            pass
+        assert info.value.field == "database_url" and "s3cret" not in str(info.value)
+    with pytest.raises(ConfigurationError, match=r"no_such_driver_module"):
+        PostgresArchive(url)
+
+
 def test_a_pool_survives_its_connections_being_killed(postgres_db: str) -> None:
     # What a server restart does to a pool's connections (the full restart, stop and
     # start of the server, is in test_crash_resume.py); check= replaces them on checkout.

@@ -55,3 +55,29 @@ def test_readme_block_runs_as_written(
         timeout=300,
     )
     assert result.returncode == 0, f"README block under {where!r} failed:\n{result.stderr}"
+
+
+def test_the_server_clients_loop_skips_the_runs_metadata_part(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The README's ``drive()`` as a server streams it: a ``metadata`` part first (it
+    has no ``langgraph_ctx`` key: indexing it was a ``KeyError``), then the events."""
+    from types import SimpleNamespace
+
+    from langgraph_sdk.schema import StreamPart
+
+    (code,) = [c for _, c in readme_blocks() if "def drive(" in c]
+    parts = [
+        StreamPart("metadata", {"run_id": "r1", "attempt": 1}),
+        StreamPart("custom", {"langgraph_ctx": {"kind": "utilization"}}),
+        StreamPart("custom", {"langgraph_ctx": {"kind": "recall"}}),
+    ]
+    client = SimpleNamespace(
+        threads=SimpleNamespace(create=lambda: {"thread_id": "t1"}),
+        runs=SimpleNamespace(stream=lambda *args, **kwargs: iter(parts)),
+    )
+    namespace: dict[str, object] = {}
+    exec(code, namespace)
+    namespace["get_sync_client"] = lambda url: client
+    namespace["drive"]()  # type: ignore[operator]
+    assert capsys.readouterr().out.split() == ["utilization", "recall"]

@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_ctx import Calibration, MessageTokenCache, TokenCounter, estimate_tokens
+from langgraph_ctx import (
+    Calibration,
+    ConfigurationError,
+    MessageTokenCache,
+    TokenCounter,
+    estimate_tokens,
+)
 from langgraph_ctx import tokens as tokens_module
 
 ENGLISH = (
@@ -69,12 +75,20 @@ def test_fallback_to_estimator_logs_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tokens_module.TokenCounter, "_warned", False)
+    monkeypatch.setattr(tokens_module, "load_encoding", lambda name: None)  # offline, unbundled
     with caplog.at_level(logging.WARNING, logger="langgraph_ctx.tokens"):
-        first = TokenCounter("no_such_encoding")
-        TokenCounter("no_such_encoding")
+        first = TokenCounter("p50k_base")
+        TokenCounter("p50k_base")
     assert not first.exact
     assert first.count_text(ENGLISH) == estimate_tokens(ENGLISH)
     assert len([r for r in caplog.records if "estimated" in r.getMessage()]) == 1
+
+
+def test_an_encoding_name_tiktoken_does_not_know_is_refused_not_estimated() -> None:
+    # A typo used to fall back to the estimate with one log line: every count rough.
+    with pytest.raises(ConfigurationError, match=r"unknown encoding 'cl100k'.*cl100k_base"):
+        TokenCounter("cl100k")
+    assert TokenCounter(None).exact is False  # the estimate, asked for by name
 
 
 def test_tool_calls_are_counted(exact: TokenCounter) -> None:

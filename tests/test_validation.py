@@ -8,27 +8,40 @@ node filter taken letter by letter), or never (a negative ratio as a number).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import (
     AdaptiveContextManager,
     Budget,
+    BudgetAwareFolding,
     ConfigurationError,
+    DeltaReadCache,
     MemoryRecall,
     Pipeline,
+    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
+    RuntimeStore,
     SummaryObserver,
     TieredCompression,
+    TokenCounter,
     ToolEviction,
+    as_middleware,
+    pin,
+    place_messages,
+    remember_tool,
 )
 from langgraph_ctx.agent import ThinkSettings, create_context_agent
 from langgraph_ctx.agent.subagents import SubAgentSpec
 from langgraph_ctx.budget import Zones
 from langgraph_ctx.compression.summarizers import ChatModelSummarizer
+from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.retrieval.memory import MemoryBank
+from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
 from langgraph_ctx.strategies import (
     ChatModelManager,
     OfflineArcManager,
@@ -39,6 +52,7 @@ from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tools import ToolRegistry
 
 MODEL = ScriptedChatModel(default="ok")
+NAN = float("nan")
 BANK = MemoryBank()
 REGISTRY = ToolRegistry([])
 
@@ -157,11 +171,54 @@ CASES: list[tuple[str, Callable[[Any], object], Any]] = [
     ("state_schema", lambda v: create_context_agent(MODEL, state_schema=v), {"messages": []}),
     ("placement", lambda v: create_context_agent(MODEL, placement=v), "top"),
     ("tool_capacity", lambda v: create_context_agent(MODEL, tool_capacity=v), "16"),
+    # Found by the newcomer audit: each crashed deep inside (AttributeError,
+    # TypeError) or was accepted and could not work.
+    ("model", lambda v: create_context_agent(v), "openai:gpt-4o"),
+    ("model", lambda v: create_context_agent(v), None),
+    ("tools", lambda v: create_context_agent(MODEL, v), ["lookup"]),
+    ("tools", lambda v: create_context_agent(MODEL, v), [print]),
+    ("middleware", lambda v: create_context_agent(MODEL, middleware=v), PreflightCheck()),
+    ("recall", lambda v: create_context_agent(MODEL, recall=v), "yes"),
+    ("strategy", lambda v: create_context_agent(MODEL, strategy=v), PreflightCheck()),
+    ("nodes", lambda v: PreflightCheck(nodes=v), []),
+    ("Pipeline.middleware", lambda v: Pipeline(v), PreflightCheck()),
+    ("Pipeline.use", lambda v: Pipeline([v, v]), PreflightCheck()),
+    ("ContextMiddleware.middleware", lambda v: ContextMiddleware(v), PreflightCheck()),
+    ("ContextMiddleware.recall", lambda v: ContextMiddleware([PreflightCheck()], recall=v), 0),
+    ("ProviderPlacement.recall_per_turn", lambda v: ProviderPlacement(recall_per_turn=v), 2.0),
+    ("placement", lambda v: place_messages([], v), "merged"),
+    ("settings", lambda v: PredictiveExtraction(settings=v), {"adaptation": 0.7}),
+    ("policy", lambda v: BudgetAwareFolding(policy=v), "gpt-4o-mini"),
+    ("guard", lambda v: BudgetAwareFolding(guard=v), True),
+    ("decide_at", lambda v: BudgetAwareFolding(decide_at=v), "0.9"),
+    ("timeout", lambda v: BudgetAwareFolding(timeout=v), "30"),
+    ("MemoryBank.store", lambda v: MemoryBank(store=v), "memory://"),
+    ("MemoryBank.boosts['principle']", lambda v: MemoryBank(boosts={"principle": v}), NAN),
+    ("MemoryBank.index", lambda v: MemoryBank(index=v), "lexical"),
+    ("MemoryBank.candidates", lambda v: MemoryBank(candidates=v), 2.5),
+    ("limit", lambda v: BANK.search(("alice",), "rail", limit=v), 0),
+    ("messages", lambda v: InMemoryArchive().put("t", v, reason="compressed"), ["text"]),
+    ("SQLiteArchive.path", lambda v: SQLiteArchive(v), None),
+    ("SQLiteArchive.path", lambda v: SQLiteArchive(v), "sqlite:///archive.sqlite"),
+    ("pin", lambda v: pin(v), "Remember SHP-0042."),
+    ("as_middleware", lambda v: as_middleware()(v), 42),
+    ("TokenCounter.encoding", lambda v: TokenCounter(v), "cl100k"),
+    ("DeltaReadCache.saver", lambda v: DeltaReadCache(v), None),
+    ("DeltaReadCache.max_threads", lambda v: DeltaReadCache(InMemorySaver(), max_threads=v), 0),
+    ("RuntimeStore.fallback", lambda v: RuntimeStore(v), "memory://"),
+    ("remember_tool.bank", lambda v: remember_tool(v), None),
+    ("Budget.window", lambda v: Budget(window=v), -1),
 ]
 
 
+def case_id(field: str, value: Any) -> str:
+    """Stable across processes (xdist compares them): no object addresses."""
+    shown = repr(value)
+    return f"{field}={type(value).__name__ + '()' if ' at 0x' in shown else shown}"
+
+
 @pytest.mark.parametrize(
-    ("field", "build", "value"), CASES, ids=[f"{f}={v!r}" for f, _, v in CASES]
+    ("field", "build", "value"), CASES, ids=[case_id(f, v) for f, _, v in CASES]
 )
 def test_a_bad_setting_is_refused_at_construction_naming_it(
     field: str, build: Callable[[Any], object], value: Any
@@ -170,6 +227,16 @@ def test_a_bad_setting_is_refused_at_construction_naming_it(
         build(value)
     assert info.value.field == field
     assert field in str(info.value)
+
+
+def test_a_path_that_is_a_url_or_none_creates_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # str(None) was a file called "None"; a URL, a folder "sqlite:"
+    for bad in (None, "sqlite:///archive.sqlite"):
+        with pytest.raises(ConfigurationError):
+            SQLiteArchive(bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_defaults_are_valid() -> None:

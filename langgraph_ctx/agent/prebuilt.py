@@ -220,6 +220,7 @@ def build_context_agent(
             + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
         )
     _check_options(options)
+    _check_model(model, options)
     always_include = options.get("always_include", ())
     memory = options.get("memory")
     if memory is not None:
@@ -245,6 +246,25 @@ def build_context_agent(
     return pipeline.attach(_graph(model, registry, options, _schema(options, strategy)))
 
 
+def _check_model(model: Any, options: AgentOptions) -> None:
+    """The model by what the agent calls on it, before any node is built (a provider
+    name such as ``"openai:gpt-4o"`` used to fail as an ``AttributeError`` in think)."""
+    methods: tuple[str, ...] = ("invoke", "ainvoke", "bind_tools")
+    if options.get("think", True) and options.get("think_model") is None:
+        methods += ("with_structured_output",)
+    if not all(callable(getattr(model, m, None)) for m in methods):
+        hint = (
+            f"; for a provider name, pass init_chat_model({model!r})"
+            if isinstance(model, str)
+            else ""
+        )
+        raise ConfigurationError(
+            "model",
+            f"expected a LangChain chat model (with {', '.join(methods)}), "
+            f"got {type(model).__name__}{hint}",
+        )
+
+
 def _check_options(options: AgentOptions) -> None:
     """The options no built-in checks itself, checked here, each named as written."""
     for name in ("summary_model", "think_model"):
@@ -262,13 +282,15 @@ def _check_options(options: AgentOptions) -> None:
             "think_settings", options.get("think_settings"), ThinkSettings, "ThinkSettings"
         )
     extra = options.get("middleware", ())
-    if isinstance(extra, (str, bytes)) or not all(
+    if isinstance(extra, (str, bytes, Middleware)) or not all(
         isinstance(m, Middleware) or callable(m) for m in extra
     ):
         raise ConfigurationError("middleware", f"expected a list of Middleware, got {extra!r}")
     always = options.get("always_include", ())
     if isinstance(always, str) or not all(isinstance(n, str) for n in always):
         raise ConfigurationError("always_include", f"expected a list of tool names, got {always!r}")
+    if "recall" in options:
+        check_bool("recall", options["recall"])
     if "tool_capacity" in options:
         check_int("tool_capacity", options["tool_capacity"], least=0)
     if "placement" in options:

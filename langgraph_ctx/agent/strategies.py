@@ -18,9 +18,14 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     BudgetAwareFolding,
+    Glimpse,
+    MemoryRecall,
     PredictiveExtraction,
+    PreflightCheck,
+    ProviderPlacement,
     ReflectiveContextManager,
     TieredCompression,
+    ToolEviction,
 )
 from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.pipeline import Middleware
@@ -29,6 +34,9 @@ from langgraph_ctx.storage.archive import MessageArchive
 STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
 """The strategies :class:`~langgraph_ctx.agent.AgentOptions` names; a middleware
 instance is the other way to give one."""
+
+AGENT_OWN = (PreflightCheck, ToolEviction, MemoryRecall, Glimpse, ProviderPlacement)
+"""Layers the agent adds itself: as ``strategy=`` each would run twice on a call."""
 
 
 def strategy_middleware(
@@ -45,6 +53,13 @@ def strategy_middleware(
     :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
     recall over the archive is on, so tiered compression goes deeper
     (:data:`~langgraph_ctx.middleware.compression.RECALL_TARGET`)."""
+    if isinstance(strategy, AGENT_OWN):
+        raise ConfigurationError(
+            "strategy",
+            f"{type(strategy).__name__} is one of the agent's own layers, already in it; "
+            f"strategy= takes what manages the history: one of {list(STRATEGIES)} or a "
+            "middleware such as TieredCompression(...) (extra layers go in middleware=)",
+        )
     if isinstance(strategy, Middleware):
         return strategy
     if strategy == "tiered":

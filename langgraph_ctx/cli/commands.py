@@ -75,15 +75,30 @@ def _database_url(parser: argparse.ArgumentParser) -> None:
 
 def _add_demo(commands: _Commands) -> None:
     demo = _subcommand(commands, _demo)
-    demo.add_argument("--turns", type=int, default=150, help="user turns in the session")
-    demo.add_argument("--thread-id", default="demo", help="session to run or resume")
     demo.add_argument(
-        "--db", type=Path, default=Path("langgraph-ctx-demo.sqlite"), help="SQLite checkpoint file"
+        "--turns", type=int, default=150, help="user turns in the session (default: %(default)s)"
     )
-    demo.add_argument("--seed", type=int, default=0, help="workload seed")
-    demo.add_argument("--window", type=int, default=32_000, help="model context window, tokens")
     demo.add_argument(
-        "--plot", type=Path, default=Path("langgraph-ctx-demo.png"), help="PNG of utilization"
+        "--thread-id", default="demo", help="session to run or resume (default: %(default)s)"
+    )
+    demo.add_argument(
+        "--db",
+        type=Path,
+        default=Path("langgraph-ctx-demo.sqlite"),
+        help="SQLite checkpoint file (default: %(default)s)",
+    )
+    demo.add_argument("--seed", type=int, default=0, help="workload seed (default: %(default)s)")
+    demo.add_argument(
+        "--window",
+        type=int,
+        default=32_000,
+        help="model context window, tokens (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--plot",
+        type=Path,
+        default=Path("langgraph-ctx-demo.png"),
+        help="PNG of utilization (default: %(default)s)",
     )
     demo.add_argument("--quiet", action="store_true", help="no progress output")
 
@@ -94,11 +109,13 @@ def _demo(args: argparse.Namespace) -> int:
     The session runs through a real LangGraph graph. Run it again with the same
     --thread-id to resume that session.
     """
+    from langgraph_ctx.budget import Budget
     from langgraph_ctx.cli.demo import ProgressBar, format_report, run_demo
 
     if args.turns < 1:
         print("langgraph-ctx demo: --turns must be at least 1", file=sys.stderr)
         return 2
+    budget = Budget.for_window(args.window)  # a bad --window fails before anything runs
     print(
         f"demo: {args.turns} turns, window {args.window:,} tokens, "
         f"thread {args.thread_id!r}, checkpoints in {args.db}",
@@ -115,7 +132,6 @@ def _demo(args: argparse.Namespace) -> int:
     print(format_report(report))
     if report.utilization:
         try:
-            from langgraph_ctx.budget import Budget
             from langgraph_ctx.cli.plot import plot_utilization
 
             plot_utilization(
@@ -124,7 +140,7 @@ def _demo(args: argparse.Namespace) -> int:
                     "sent to the model": report.utilization,
                     "measured by pre-flight": report.measured,
                 },
-                budget=Budget.for_window(args.window),
+                budget=budget,
                 marks=report.compression_calls,
                 title=f"langgraph-ctx demo: {report.turns_total} turns, window {args.window:,}",
             )

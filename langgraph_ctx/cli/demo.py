@@ -202,6 +202,11 @@ def format_report(report: DemoReport) -> str:
         f"{len(util)} LLM calls in this run"
         + (f" (resumed after turn {report.resumed_at})" if report.resumed_at else ""),
     ]
+    if report.turns_done == report.resumed_at and report.resumed_at >= report.turns_total:
+        lines.append(
+            f"  nothing to run: the session already has its {report.resumed_at} turns; "
+            f"--turns {report.resumed_at + 50} continues it, another --thread-id starts anew"
+        )
     if util:
         lines += [
             f"utilization per call (max per column): |{sparkline(util)}|",

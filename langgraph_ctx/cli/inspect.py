@@ -64,7 +64,11 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
     if db.kind == "memory":
         raise ConfigurationError("database_url", "memory:// keeps no sessions to inspect")
     if db.kind == "sqlite" and not Path(db.path).exists():
-        raise ConfigurationError("database_url", f"no SQLite database at {db.path!r}")
+        raise ConfigurationError(
+            "database_url",
+            f"no SQLite database at {db.path!r}; name the session's database with "
+            "--database-url (the demo's: sqlite:///langgraph-ctx-demo.sqlite)",
+        )
     with checkpointer_from_url(db.url, setup=False, max_connections=1) as saver:
         found = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
         messages = _history(saver, found) if found is not None else []

@@ -64,6 +64,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
 from typing_extensions import NotRequired
 
+from langgraph_ctx._checks import check_bool
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.middleware.glimpse import Glimpse
@@ -87,6 +88,7 @@ from langgraph_ctx.pipeline import (
     arun_layers,
     run_layers,
 )
+from langgraph_ctx.pipeline.wiring import middleware_list
 from langgraph_ctx.state import SNAPSHOT_EVERY, LedgerEntry, ledger_reducer, merge_records
 from langgraph_ctx.strategies.pace_glimpse import StepSource
 from langgraph_ctx.tokens import TokenCounter
@@ -148,7 +150,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
                 recall on or a ``MemoryRecall`` among ``middleware``; ignored
                 when ``middleware`` has its own ``ProviderPlacement``.
         """
-        middleware = list(middleware)
+        middleware = middleware_list("ContextMiddleware.middleware", middleware)
+        check_bool("ContextMiddleware.recall", recall)
         # PACE's steps are glimpsable whether or not recall is on: it shows them
         # condensed but never archives them.
         pace = any(isinstance(m, PredictiveExtraction) for m in middleware)

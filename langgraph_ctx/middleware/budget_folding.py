@@ -46,6 +46,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
+from langgraph_ctx._checks import check_has, check_instance, check_number, check_timeout
 from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware._strategy import RewritingStrategy
@@ -90,14 +91,17 @@ class BudgetAwareFolding(RewritingStrategy):
             timeout: seconds the policy may take; past them, no fold.
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
-        if decide_at is not None and not 0.0 < decide_at <= 1.0:
+        if decide_at is not None and not 0.0 < check_number("decide_at", decide_at) <= 1.0:
             raise ConfigurationError("decide_at", f"must be in (0, 1] or None, got {decide_at}")
-        if not 0.0 < target <= (decide_at or 1.0):
+        if not 0.0 < check_number("target", target) <= (decide_at or 1.0):
             raise ConfigurationError(
                 "target", f"must be in (0, decide_at], got {target} (decide_at={decide_at})"
             )
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError("timeout", f"must be > 0 or None, got {timeout}")
+        timeout = check_timeout("timeout", timeout)
+        if policy is not None and not isinstance(policy, BaseChatModel):
+            check_has("policy", policy, ("decide", "adecide"), "a chat model or a FoldPolicy")
+        if guard is not None:
+            check_instance("guard", guard, TieredCompression, "a TieredCompression")
         if isinstance(policy, BaseChatModel):
             policy = bacm.ChatModelFoldPolicy(policy)
         self.policy: bacm.FoldPolicy = policy if policy is not None else OfflineFoldPolicy()

@@ -36,7 +36,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
-from langgraph_ctx._checks import check_has
+from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
 from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
@@ -108,7 +108,9 @@ class PredictiveExtraction(ContextStrategy):
             ("summarize", "asummarize"),
             "a summarizer or chat model",
         )
-        self.settings = settings or PaceSettings()
+        self.settings = check_instance(
+            "settings", settings or PaceSettings(), PaceSettings, "PaceSettings(...)"
+        )
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages = view.get("messages") or []

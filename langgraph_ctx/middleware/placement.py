@@ -109,6 +109,11 @@ class ProviderPlacement(Middleware):
         self.recall_per_turn = check_number(
             "ProviderPlacement.recall_per_turn", recall_per_turn, above=0.0
         )
+        if recall_per_turn > 1:  # a share of recall's limit: past 1 it means nothing more
+            raise ConfigurationError(
+                "ProviderPlacement.recall_per_turn",
+                f"must be a share of recall's limit in (0, 1], got {recall_per_turn}",
+            )
 
     def before(self, view: View, ctx: CallContext) -> View:
         ctx.annotations[ANNOTATION] = self.placement
@@ -167,6 +172,7 @@ def place_messages(
     hitting. Applying it again to its own output changes nothing but the order of
     per-call blocks already merged.
     """
+    check_placement(placement, "placement")
     if placement == "none":
         return list(messages)
     lead: list[BaseMessage] = []

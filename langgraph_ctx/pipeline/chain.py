@@ -113,6 +113,10 @@ class Middleware:
         ):
             # A bare string would be taken letter by letter as node names.
             raise ConfigurationError("nodes", f"expected a list of node names, got {nodes!r}")
+        if nodes is not None and not nodes:
+            raise ConfigurationError(
+                "nodes", "an empty list would run it on no node; pass None for its default nodes"
+            )
         self.nodes: tuple[str, ...] | None = tuple(nodes) if nodes is not None else None
         if name is not None:
             self.name = check_str("name", name)
@@ -173,6 +177,10 @@ class FunctionMiddleware(Middleware):
         reads: Sequence[str] = (),
         writes: Sequence[str] = (),
     ) -> None:
+        if not callable(fn):
+            raise ConfigurationError(
+                "as_middleware", f"expected a function (view, ctx, call_next), got {fn!r:.80}"
+            )
         super().__init__(priority=priority, nodes=nodes, name=name or getattr(fn, "__name__", ""))
         self.fn = fn
         self.requires, self.reads, self.writes = tuple(requires), tuple(reads), tuple(writes)

@@ -42,6 +42,14 @@ from langgraph_ctx.pipeline.layer import Layer, register
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
 
 
+def middleware_list(field: str, middleware: Any) -> list[Any]:
+    """The middleware given as a list; one given alone is refused by name (iterating a
+    ``Middleware`` used to fail as ``TypeError: ... is not iterable``)."""
+    if isinstance(middleware, (Middleware, str, bytes)) or not isinstance(middleware, Iterable):
+        raise ConfigurationError(field, f"expected a list of middleware, got {middleware!r:.80}")
+    return list(middleware)
+
+
 class Pipeline:
     """An ordered set of middleware, attached to the nodes of a graph."""
 
@@ -83,7 +91,7 @@ class Pipeline:
         self._sessions: OrderedDict[tuple[str, str], SessionTokens] = OrderedDict()
         self._sessions_lock = threading.Lock()
         self._max_sessions = max_sessions
-        for mw in middleware:
+        for mw in middleware_list("Pipeline.middleware", middleware):
             self.use(mw)
 
     def use(
@@ -99,6 +107,12 @@ class Pipeline:
                 "Pipeline.use",
                 "the pipeline is already attached to a graph; "
                 "register every middleware before attach()",
+            )
+        if any(layer.middleware is mw for layer in self._registered):
+            raise ConfigurationError(
+                "Pipeline.use",
+                f"{getattr(mw, 'name', mw)!r} (this instance) is registered already: "
+                "it would run twice on a call",
             )
         if not isinstance(mw, Middleware):
             if not callable(mw):

@@ -41,10 +41,12 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchItem
 from langgraph.store.memory import InMemoryStore
 from typing_extensions import Unpack
 
+from langgraph_ctx._checks import check_has, check_instance, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval import _steps
 from langgraph_ctx.retrieval._shared import ALL, docs_of, shared_index
 from langgraph_ctx.retrieval.index import Doc, TextIndex
+from langgraph_ctx.retrieval.maxscore import check_limit
 
 Level = Literal["observation", "pattern", "principle", "framework"]
 LEVELS: tuple[Level, ...] = get_args(Level)
@@ -136,13 +138,18 @@ class MemoryBank:
                 f"unknown level(s) {sorted(set(merged) - set(LEVELS))}; levels are {list(LEVELS)}",
             )
         values = [merged[level] for level in LEVELS]
+        for level in LEVELS:
+            check_number(f"MemoryBank.boosts[{level!r}]", merged[level])
         if any(v <= 0 for v in values) or values != sorted(values):
             raise ConfigurationError(
                 "MemoryBank.boosts",
                 f"must be positive and non-decreasing over {list(LEVELS)}, got {values}",
             )
-        if candidates < 1:
-            raise ConfigurationError("MemoryBank.candidates", f"must be >= 1, got {candidates}")
+        check_int("MemoryBank.candidates", candidates, least=1)
+        if store is not None:
+            check_instance("MemoryBank.store", store, BaseStore, "a LangGraph store (BaseStore)")
+        if index is not None:
+            check_has("MemoryBank.index", index, ("add", "search", "asearch"), "a TextIndex")
         if lexical_scan is not None:
             warnings.warn(
                 "MemoryBank(lexical_scan=...) is ignored: lexical search ranks every memory"
@@ -274,7 +281,8 @@ class MemoryBank:
 
     def _search(self, scope: Scope, query: str, limit: int | None) -> _steps.Steps[list[Memory]]:
         _check_scope(scope)
-        limit = limit or self.candidates
+        limit = self.candidates if limit is None else limit
+        check_limit(limit)
         if not query.strip():
             return []
         ns = namespace(ROOT, scope)
@@ -369,6 +377,7 @@ def remember_tool(bank: MemoryBank, *, name: str = "remember") -> BaseTool:
     never from the model's arguments, so an agent cannot write into another
     user's memory. A run without a scope gets a tool error, nothing is written.
     """
+    check_instance("remember_tool.bank", bank, MemoryBank, "a MemoryBank")
 
     def scope_of(config: RunnableConfig) -> Scope:
         scope = bank.scope(config)

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from langgraph.config import get_store
 from langgraph.store.base import BaseStore, Op, Result
 
+from langgraph_ctx._checks import check_instance
 from langgraph_ctx.errors import ContextRunError
 
 
@@ -35,6 +36,8 @@ class RuntimeStore(BaseStore):
         Args:
             fallback: the store used outside a graph run (or in a run given none).
         """
+        if fallback is not None:
+            check_instance("RuntimeStore.fallback", fallback, BaseStore, "a LangGraph store")
         self.fallback = fallback
 
     def current(self) -> BaseStore:

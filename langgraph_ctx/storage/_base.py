@@ -15,6 +15,7 @@ from types import TracebackType
 
 from typing_extensions import Self
 
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage._sqlite_migrations import migrate_sqlite
 from langgraph_ctx.storage._versions import load_migrations
 
@@ -37,6 +38,23 @@ class Closing:
         self.close()
 
 
+def _file_path(owner: str, path: object) -> str:
+    """A file path, refusing what would silently become the wrong file.
+
+    ``str()`` of anything is a valid file name: ``None`` made a file called
+    ``None``, and a URL (``sqlite:///x.db``) a folder called ``sqlite:``.
+    """
+    if not isinstance(path, (str, Path)) or not str(path).strip():
+        raise ConfigurationError(f"{owner}.path", f"expected a file path, got {path!r}")
+    if "://" in str(path):
+        raise ConfigurationError(
+            f"{owner}.path",
+            f"expected a file path, got the URL {str(path)!r}: pass the path alone "
+            "(or build it from a URL with langgraph_ctx.storage.archive_from_url)",
+        )
+    return str(path)
+
+
 class SQLiteTable(Closing):
     """One SQLite connection behind a lock, with the package's tables migrated in.
 
@@ -51,7 +69,7 @@ class SQLiteTable(Closing):
     """
 
     def __init__(self, path: str | Path = ":memory:") -> None:
-        self.path = str(path)
+        self.path = _file_path(type(self).__name__, path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()

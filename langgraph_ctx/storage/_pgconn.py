@@ -26,6 +26,7 @@ deadlock with the holder.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -46,6 +47,25 @@ MIGRATIONS_LOCK = (0x6C676D31, "langgraph_ctx.migrations")
 """Advisory lock key (class, name) held while migrating; the class is ``'lgm1'``."""
 THREADS_LOCK_CLASS = 0x6C677431
 """Advisory lock class (``'lgt1'``) of per-thread locks, keyed by ``hashtext(thread_id)``."""
+
+
+DRIVER_MODULES = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
+"""What the ``postgres`` extra installs, and every PostgreSQL path here imports."""
+
+
+def require_driver(field: str = "database_url") -> None:
+    """Refuse a ``postgresql://`` URL, saying what to install, when the extra is missing.
+
+    Without it the first import deep inside a saver or a pool fails with a bare
+    ``ModuleNotFoundError`` that says nothing of the extra.
+    """
+    missing = [name for name in DRIVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigurationError(
+            field,
+            f"a postgresql:// URL needs the 'postgres' extra ({', '.join(missing)} not "
+            'installed): pip install "langgraph-ctx[postgres]"',
+        )
 
 
 def connection_kwargs() -> dict[str, Any]:
@@ -92,6 +112,7 @@ def _clear_errors(url: str, field: str) -> Iterator[None]:
 
 def connect(url: str, *, field: str = "database_url") -> psycopg.Connection[DictRow]:
     """One connection with the saver settings, or a clear :class:`ConfigurationError`."""
+    require_driver(field)
     import psycopg
 
     with _clear_errors(url, field):
@@ -100,6 +121,7 @@ def connect(url: str, *, field: str = "database_url") -> psycopg.Connection[Dict
 
 async def aconnect(url: str, *, field: str = "database_url") -> psycopg.AsyncConnection[DictRow]:
     """The async twin of :func:`connect`."""
+    require_driver(field)
     import psycopg
 
     with _clear_errors(url, field):

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.storage._passages import STEPS
 from langgraph_ctx.storage._versions import (
     VERSIONS_DDL,
@@ -28,6 +28,7 @@ from langgraph_ctx.storage.urls import DatabaseURL
 
 def migrate_sqlite(conn: sqlite3.Connection, found: Sequence[Migration]) -> list[int]:
     """Apply pending ``found`` on ``conn`` (autocommit mode); the versions applied."""
+    check_sqlite_file(conn)
     conn.execute(VERSIONS_DDL["sqlite"])
     refuse_changes("the SQLite database", found, _recorded(conn))
     applied: list[int] = []
@@ -60,6 +61,23 @@ def migrate_sqlite(conn: sqlite3.Connection, found: Sequence[Migration]) -> list
     return applied
 
 
+def check_sqlite_file(conn: sqlite3.Connection) -> None:
+    """Refuse a file that is not a SQLite database, naming it, before anything is written.
+
+    sqlite3 opens any file lazily and fails at the first statement with a bare
+    ``DatabaseError: file is not a database``, which names no file.
+    """
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        files = [str(row[2]) for row in conn.execute("PRAGMA database_list") if row[1] == "main"]
+        raise ConfigurationError(
+            "sqlite",
+            f"{files[0] if files else 'the file'!r} is not a SQLite database ({exc}); "
+            "give the path of a new file or of a database this package created",
+        ) from exc
+
+
 def _wal(conn: sqlite3.Connection, timeout: float = 30.0) -> None:
     # SqliteSaver.setup() switches the file to WAL, and that switch fails at once
     # with "database is locked" (no busy wait) while another connection is mid
@@ -88,6 +106,7 @@ def _recorded(conn: sqlite3.Connection) -> Recorded:
 def sqlite_status(
     db: DatabaseURL, conn: sqlite3.Connection, found: Sequence[Migration], applied: list[int]
 ) -> MigrationStatus:
+    check_sqlite_file(conn)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     langgraph = (
         "checkpoint tables present"

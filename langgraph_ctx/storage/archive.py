@@ -122,6 +122,10 @@ def check_batch(thread_id: str, messages: Sequence[BaseMessage]) -> None:
     if not thread_id:
         raise ConfigurationError("thread_id", "an archive write needs a non-empty thread id")
     for i, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise ConfigurationError(
+                "messages", f"message {i}: expected a LangChain message, got {message!r:.80}"
+            )
         if not message.id:
             raise ConfigurationError(
                 "message.id",

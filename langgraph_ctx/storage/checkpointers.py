@@ -129,8 +129,10 @@ def _prepare(url: str | None, setup: bool) -> DatabaseURL:
             raise ConfigurationError(
                 "database_url", f"no SQLite database at {db.path!r} (and setup=False)"
             )
-    elif db.kind == "postgres" and setup:
-        migrate(db.url)
+    elif db.kind == "postgres":
+        _pgconn.require_driver("database_url")
+        if setup:
+            migrate(db.url)
     return db
 
 

@@ -59,6 +59,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
+from langgraph_ctx._checks import check_instance, check_int
+
 __all__ = ["DeltaReadCache"]
 
 KEPT_PER_THREAD = 2
@@ -99,10 +101,9 @@ class DeltaReadCache(BaseCheckpointSaver[Any]):
             max_walk: most ancestors read to reach a kept answer; past it, the
                 saver rebuilds the channel itself.
         """
-        if max_threads < 1 or max_walk < 1:
-            raise ValueError(
-                f"max_threads and max_walk must be positive, got {max_threads} and {max_walk}"
-            )
+        check_instance("DeltaReadCache.saver", saver, BaseCheckpointSaver, "a checkpointer")
+        check_int("DeltaReadCache.max_threads", max_threads, least=1)
+        check_int("DeltaReadCache.max_walk", max_walk, least=1)
         super().__init__(serde=saver.serde)
         self.saver = saver
         self.max_threads = max_threads
