@@ -88,7 +88,7 @@ def test_using_tools_does_not_reorder_the_schemas_bound() -> None:
     assert bound == {(SEARCH_TOOLS, "get_orders", "search_crm", "get_hr")}  # registry order
 
 
-def graph_for(registry: ToolRegistry, *, window: int, capacity: int, model: Any) -> Any:
+def graph_for(registry: ToolRegistry, *, window: int, capacity: int | None, model: Any) -> Any:
     from langgraph_ctx import call_llm_node
 
     builder = StateGraph(ContextState)
@@ -119,6 +119,26 @@ def test_lru_order_and_capacity() -> None:
     assert model.calls[-1].tool_names == [SEARCH_TOOLS, "get_shipping", "get_crm", "get_hr"]
     eviction = [e for e in out["context_ledger"] if e["kind"] == "eviction"]
     assert eviction[0]["data"]["evicted"] == ["get_orders", "get_billing"]
+
+
+def test_by_default_found_tools_stay_bound_while_the_tool_budget_holds_them() -> None:
+    # Each change to the tools bound costs the prompt cache the whole prompt: no
+    # count limit by default, only the budget (benchmarks/prompt_cache_tools.py).
+    from langgraph_ctx.agent import create_context_agent
+
+    found = [t.name for t in TOOLS[:30]]  # about 4,500 schema tokens
+    model = ScriptedChatModel(default=AIMessage("", tool_calls=[]))
+    agent = create_context_agent(model, TOOLS, think=False)
+    out = run_once(agent, "kept", found)
+    assert out["tool_cache"] == found
+    assert model.calls[-1].tool_names == [SEARCH_TOOLS, *found]
+    assert not [e for e in out["context_ledger"] if e["kind"] == "eviction"]
+    # The budget still evicts: at 8K the 60 schemas do not fit.
+    small = graph_for(ToolRegistry(TOOLS), window=8_000, capacity=None, model=model)
+    out = run_once(small, "short", [t.name for t in TOOLS])
+    assert 0 < len(out["tool_cache"]) < 60
+    eviction = next(e for e in out["context_ledger"] if e["kind"] == "eviction")["data"]
+    assert eviction["reason"] == "budget"
 
 
 def test_eviction_to_fit_the_tool_budget_keeps_always_include() -> None:

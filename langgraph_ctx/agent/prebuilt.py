@@ -81,8 +81,11 @@ class AgentOptions(TypedDict, total=False):
     """``None``: read the window from ``model``'s profile."""
     always_include: Sequence[str]
     """``()``: tools bound on every call, never evicted."""
-    tool_capacity: int
-    """``16``: most discovered tools kept bound (least recently used go first)."""
+    tool_capacity: int | None
+    """``None``: most discovered tools kept bound (least recently used go first);
+    ``None`` keeps as many as the tool budget holds, so the set bound, which
+    comes first in the prompt, changes rarely (see
+    :class:`~langgraph_ctx.middleware.ToolEviction`)."""
     think: bool
     """``True``: a structured thought before acting (needs ``with_structured_output``)."""
     think_model: BaseChatModel | None
@@ -291,7 +294,7 @@ def _check_options(options: AgentOptions) -> None:
         raise ConfigurationError("always_include", f"expected a list of tool names, got {always!r}")
     if "recall" in options:
         check_bool("recall", options["recall"])
-    if "tool_capacity" in options:
+    if options.get("tool_capacity") is not None:
         check_int("tool_capacity", options["tool_capacity"], least=0)
     if "placement" in options:
         check_placement(options["placement"], "placement")
@@ -315,7 +318,7 @@ def _builtins(
     llm_nodes = ["call_llm", "think"] if options.get("think", True) else ["call_llm"]
     found: list[Middleware] = [
         PreflightCheck(nodes=llm_nodes),
-        ToolEviction(registry, capacity=options.get("tool_capacity", 16), nodes=["call_llm"]),
+        ToolEviction(registry, capacity=options.get("tool_capacity"), nodes=["call_llm"]),
         strategy,
         *recall,
     ]
