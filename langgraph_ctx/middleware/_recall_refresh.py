@@ -12,13 +12,17 @@ later call pays:
   order; the best one alone if none does): recall fills the room it has with
   whatever ranks, and a turn that kept all of it would pay for lines it did not
   ask about and leave less room for the turns after it. The model sees the best lines of this
-  call's block and every line shown since the last compression. The
-  blocks kept never take more than recall's auxiliary limit: when new lines do
-  not fit, the latest turns' blocks are given up, newest first (the prompt
-  changes from the earliest of them: a few turns back, not the whole window),
-  and their lines that still rank join this turn's. A compression rewrites
-  everything after the summaries anyway: then this call's block starts over,
-  whole.
+  call's block and every line shown since the last compression. A turn takes
+  what the blocks kept leave of recall's auxiliary limit; once they fill it, a
+  turn adds its best line alone (the blocks kept are counted with the
+  messages, so pre-flight's red line, and the compression it triggers, still
+  bound them). Earlier turns' blocks are never given up between compressions:
+  giving up the latest turns' blocks, turn after turn, changed the prompt a few
+  turns back on every call, and on Anthropic's cache, whose entries are only
+  where earlier prompts ended, each such call missed the whole prompt (91.2% of
+  the prompt cacheable over 1,000 turns, ``benchmarks/prompt_cache.py``). A
+  compression rewrites everything after the summaries anyway: then this call's
+  block starts over, whole.
 - ``"compression"``: one block kept, byte-identical, as stable context right
   after the summaries, until the stable prefix changes (a compression); then
   this call's block replaces it. The fewest recall tokens sent, but recall
@@ -125,31 +129,26 @@ def _add(
     shown: _Shown, anchor: str, fresh: list[str], limit: int, per_turn: float, ctx: CallContext
 ) -> None:
     """This turn's block: ``fresh``'s best lines not shown yet, added to what it holds
-    up to ``per_turn`` of ``limit``; the latest turns' blocks given up while they do
-    not fit ``limit``."""
+    up to ``per_turn`` of ``limit`` and within what the other turns' blocks leave of
+    ``limit``; past it, a turn that holds none takes its best line alone. Earlier
+    turns' blocks are never given up (see the module docstring)."""
+    apply, count = ctx.session.calibration.apply, ctx.counter.count_text
     seen = shown.seen()
     held = shown.lines.get(anchor, [])
-    cap = int(per_turn * limit)
+    others = sum(t for a, t in shown.tokens.items() if a != anchor)
+    room = limit - apply(others + count(block_text([]) + "\n\n"))
+    cap = max(0, min(int(per_turn * limit), int(room)))
     new = _best(held, [line for line in fresh if line not in seen], cap, ctx)
     if not new:
         return
     lines = [*held, *new]
+    text = block_text(lines)
+    cost = count(text + "\n\n")
     if anchor in shown.lines:
         shown.drop(anchor)
-    apply = ctx.session.calibration.apply
-    dropped = 0
-    while True:
-        text = block_text(lines)
-        cost = ctx.counter.count_text(text + "\n\n")
-        if not shown.lines or apply(sum(shown.tokens.values()) + cost) <= limit:
-            break
-        dropped += shown.tokens[next(reversed(shown.lines))]
-        shown.drop(next(reversed(shown.lines)))  # the latest turn's block gives way
-        seen = shown.seen()
-        lines = _best([], [line for line in fresh if line not in seen], cap, ctx)
     shown.lines[anchor], shown.text[anchor], shown.tokens[anchor] = lines, text, cost
-    if dropped:  # the prompt changes from the earliest turn given up: said in the ledger
-        ctx.record("recall_blocks_dropped", {"tokens": dropped, "limit": limit})
+    if apply(others + cost) > limit:  # counted with the messages: compression makes room
+        ctx.record("recall_over_limit", {"tokens": others + cost, "limit": limit})
 
 
 def _best(held: list[str], new: list[str], cap: int, ctx: CallContext) -> list[str]:
