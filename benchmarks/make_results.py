@@ -36,6 +36,8 @@ ORDER = [  # (file stem, what it answers, issue)
     ("hot_path_session", "Cost per call early and late in a 1,000-turn session", 15),
     ("session_memory", "Memory a process holds over one long session", 15),
     ("prompt_cache", "Prompt tokens a provider cache could serve, and their cost", 13),
+    ("prompt_cache_seed1", "The same on another seeded session (seed 1)", 13),
+    ("prompt_cache_tools", "Prompt caching with tools found and evicted", 13),
     ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),
     ("retention_recall", "BFCL / tau-bench with the question asked: recall from the archive", 14),
     ("recall_latency", "Recall end to end at 1K-100K archived messages and memories", 14),
