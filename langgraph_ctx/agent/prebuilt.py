@@ -82,9 +82,9 @@ class AgentOptions(TypedDict, total=False):
     always_include: Sequence[str]
     """``()``: tools bound on every call, never evicted."""
     tool_capacity: int | None
-    """``None``: most discovered tools kept bound (least recently used go first);
-    ``None`` keeps as many as the tool budget holds, so the set bound, which
-    comes first in the prompt, changes rarely (see
+    """``None``: discovered tools stay bound as long as the tool budget holds them,
+    so the set bound, which comes first in the prompt, changes rarely; a number
+    caps how many (least recently used go first; see
     :class:`~langgraph_ctx.middleware.ToolEviction`)."""
     think: bool
     """``True``: a structured thought before acting (needs ``with_structured_output``)."""
