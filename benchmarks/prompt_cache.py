@@ -414,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/prompt_cache.py" + (" --quick" if args.quick else "")
     if args.turns:
         command += f" --turns {args.turns}"
+    if args.seed:
+        command += f" --seed {args.seed}"
     if args.workloads != ["long", "tau"]:
         command += " --workloads " + " ".join(args.workloads)
     if args.plans:
