@@ -26,7 +26,9 @@ over the archive compression fills), in four settings: the defaults
 message), the defaults with a memory bank of the summaries (``memory=``), the
 previous default (``recall_refresh="call"``: a fresh block in the last user message
 every call), and ``recall_refresh="compression"`` (one block kept until the next
-compression). The peers run without recall. **Probes kept**: the
+compression). AdaCoM as ``create_context_agent(strategy="adacom")`` builds it (the
+offline policy every 3 rounds, provider placement, no recall). The peers run
+without recall. **Probes kept**: the
 harness's planted facts (long) and gold values (tau-bench) found in the prompt of
 the call that needs them.
 
@@ -208,6 +210,19 @@ def _ours(
     return build
 
 
+def _adacom(setup: Setup) -> Replay:
+    """``create_context_agent(strategy="adacom")``'s pipeline for a graph of one node:
+    the manager with its defaults (the offline policy, every 3 rounds) archiving what
+    it edits out, and provider placement. No recall (its default)."""
+    from langgraph_ctx.middleware import AdaptiveContextManager
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    manager = AdaptiveContextManager(archive=InMemoryArchive())
+    middleware = [PreflightCheck(), manager, ProviderPlacement()]
+    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+
 PLANS: list[Strategy] = [
     Strategy("ours", 'ours + recall, defaults (recall_refresh="delta")', _ours()),
     Strategy(
@@ -225,6 +240,7 @@ PLANS: list[Strategy] = [
         'ours + recall, one block kept until compression (recall_refresh="compression")',
         _ours("compression"),
     ),
+    Strategy("adacom", 'AdaCoM as `strategy="adacom"` builds it (offline policy)', _adacom),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
     STRATEGIES["context-editing"],
