@@ -26,8 +26,8 @@ over the archive compression fills), in four settings: the defaults
 message), the defaults with a memory bank of the summaries (``memory=``), the
 previous default (``recall_refresh="call"``: a fresh block in the last user message
 every call), and ``recall_refresh="compression"`` (one block kept until the next
-compression). AdaCoM as ``create_context_agent(strategy="adacom")`` builds it (the
-offline policy every 3 rounds, provider placement, no recall). The peers run
+compression). AdaCoM and ARC as ``create_context_agent(strategy=...)`` builds them (the offline
+manager, provider placement, no recall), and AdaCoM off its 3-round schedule. The peers run
 without recall. **Probes kept**: the
 harness's planted facts (long) and gold values (tau-bench) found in the prompt of
 the call that needs them.
@@ -210,17 +210,21 @@ def _ours(
     return build
 
 
-def _adacom(setup: Setup) -> Replay:
-    """``create_context_agent(strategy="adacom")``'s pipeline for a graph of one node:
-    the manager with its defaults (the offline policy, every 3 rounds) archiving what
-    it edits out, and provider placement. No recall (its default)."""
-    from langgraph_ctx.middleware import AdaptiveContextManager
-    from langgraph_ctx.storage.archive import InMemoryArchive
+def _manager(kind: str, **options: Any) -> Callable[[Setup], Replay]:
+    def build(setup: Setup) -> Replay:
+        """``create_context_agent(strategy=kind)``'s pipeline for a graph of one node:
+        the manager (offline) archiving what it edits out, and provider placement. No
+        recall (its default)."""
+        from langgraph_ctx.middleware import AdaptiveContextManager, ReflectiveContextManager
+        from langgraph_ctx.storage.archive import InMemoryArchive
 
-    manager = AdaptiveContextManager(archive=InMemoryArchive())
-    middleware = [PreflightCheck(), manager, ProviderPlacement()]
-    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
-    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+        managers = {"adacom": AdaptiveContextManager, "arc": ReflectiveContextManager}
+        manager = managers[kind](archive=InMemoryArchive(), **options)
+        middleware = [PreflightCheck(), manager, ProviderPlacement()]
+        pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+        return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+    return build
 
 
 PLANS: list[Strategy] = [
@@ -240,7 +244,15 @@ PLANS: list[Strategy] = [
         'ours + recall, one block kept until compression (recall_refresh="compression")',
         _ours("compression"),
     ),
-    Strategy("adacom", 'AdaCoM as `strategy="adacom"` builds it (offline policy)', _adacom),
+    Strategy(
+        "adacom", 'AdaCoM as `strategy="adacom"` builds it (offline policy)', _manager("adacom")
+    ),
+    Strategy(
+        "adacom-rare",
+        "AdaCoM, `every=None` (at 0.7 utilization and for large tool results only)",
+        _manager("adacom", every=None),
+    ),
+    Strategy("arc", 'ARC as `strategy="arc"` builds it (offline manager)', _manager("arc")),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
     STRATEGIES["context-editing"],
