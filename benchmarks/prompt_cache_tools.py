@@ -37,7 +37,7 @@ import argparse
 import random
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,7 +157,7 @@ def run(
     options: dict[str, Any] = {"think": False, "tool_capacity": capacity}
     if every:
         options["always_include"] = [t.name for t in tools]
-    with lru_order() if lru else _nothing():
+    with lru_order() if lru else nullcontext():
         agent = create_context_agent(model, tools, system_prompt="You run operations.", **options)
         config: Any = {"configurable": {"thread_id": "tools"}}
         for turn, tool in enumerate(wanted):
@@ -180,11 +180,6 @@ def run(
     ]
     print(row, file=sys.stderr)
     return row
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def main(argv: list[str] | None = None) -> int:
