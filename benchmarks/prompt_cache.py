@@ -54,7 +54,15 @@ from harness.provider_cache import ProviderMeters, shared_prefix
 from harness.recorder import Recorder
 from harness.savers import open_backend
 from harness.session import Session, TokenTally
-from harness.strategies import STRATEGIES, Replay, Setup, Strategy, TimedPipeline, _one_node
+from harness.strategies import (
+    STRATEGIES,
+    Replay,
+    Setup,
+    Strategy,
+    TimedPipeline,
+    _one_node,
+    _peer,
+)
 from harness.summaries import CountingSummarizer
 from harness.workloads import WORKLOADS
 from langchain_core.messages import BaseMessage
@@ -181,11 +189,14 @@ def _ours(
     refresh: RecallRefresh = "delta",
     target: float | None = None,
     memory: bool = False,
+    per_turn: float = DEFAULT_PER_TURN,
+    recall: bool = True,
 ) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
         """Ours as ``create_context_agent(recall=True)`` builds it for a graph of one
         node: compression archiving what it removes, recall over that archive (and
-        over a memory bank of the summaries with ``memory``), provider placement."""
+        over a memory bank of the summaries with ``memory``), provider placement.
+        Without ``recall``, as ``create_context_agent(recall=False)`` builds it."""
         from langgraph.store.memory import InMemoryStore
 
         from langgraph_ctx.retrieval.memory import MemoryBank
@@ -194,14 +205,15 @@ def _ours(
         archive = InMemoryArchive()
         bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",)) if memory else None
         # As the agent builds it with recall on (RECALL_TARGET), unless tuned here.
-        tuned = {"target_utilization": RECALL_TARGET if target is None else target}
+        default = RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET
+        tuned = {"target_utilization": default if target is None else target}
         summarizer = CountingSummarizer(setup.log)
         middleware = [
             PreflightCheck(),
             *([SummaryObserver(bank)] if bank is not None else []),
             TieredCompression(summarizer=summarizer, archive=archive, **tuned),
-            MemoryRecall(bank, archive=archive),
-            ProviderPlacement(recall_refresh=refresh),
+            *([MemoryRecall(bank, archive=archive)] if recall else []),
+            ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),
         ]
         pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
         node = call_llm_node(setup.model)
@@ -244,6 +256,15 @@ PLANS: list[Strategy] = [
         'ours + recall, one block kept until compression (recall_refresh="compression")',
         _ours("compression"),
     ),
+    *(
+        Strategy(
+            f"ours-turn{share:g}",
+            f'ours + recall, recall_per_turn={share:g} (recall_refresh="delta")',
+            _ours(per_turn=share),
+        )
+        for share in (0.0125, 0.008, 0.004)
+    ),
+    Strategy("ours-off", "ours, recall off (`create_context_agent()`)", _ours(recall=False)),
     Strategy(
         "adacom", 'AdaCoM as `strategy="adacom"` builds it (offline policy)', _manager("adacom")
     ),
@@ -257,6 +278,11 @@ PLANS: list[Strategy] = [
     STRATEGIES["summarization"],
     STRATEGIES["context-editing"],
     STRATEGIES["langmem"],
+    Strategy(
+        "langmem-recall",
+        "langmem summarize_messages + recall as its quickstart builds it",
+        _peer("build_langmem_recall"),
+    ),
 ]
 
 

@@ -14,6 +14,15 @@ the output reserve and safety margin (see :class:`~benchmarks.harness.strategies
 - langmem ``summarize_messages``: ``max_tokens=limit``, summarizing once the unsummarized
   messages reach ``limit - summary - policy``; its ``RunningSummary`` is carried by the
   runner between calls (it is not a checkpointed value).
+- langmem with recall (:func:`build_langmem_recall`): the same, plus recall as langmem's
+  "Hot Path Quickstart" builds it (langchain-ai.github.io/langmem/hot_path_quickstart):
+  a prompt function searches the store with the last message's content and writes the
+  memories found into the system message. The store is a LangGraph ``InMemoryStore``
+  indexed with the bundled MiniLM embeddings; in the quickstart the agent writes its
+  memories with a tool, which a replay cannot, so each message ``summarize_messages``
+  takes out of the prompt becomes one memory (its text, cut to
+  :data:`MEMORY_CHARS` characters): what ours recalls from, the archive of what
+  compression removed. ``store.search``'s default limit (10).
 
 Each is timed on its own work only (the hook, or the function), with the summary log
 discounted, like ours.
@@ -32,7 +41,7 @@ from langchain.agents.middleware import (
     SummarizationMiddleware,
 )
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
-from langchain_core.messages import AnyMessage, BaseMessage, trim_messages
+from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage, trim_messages
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.runtime import Runtime
 from langmem.short_term import (  # type: ignore[import-untyped]  # no py.typed
@@ -86,12 +95,14 @@ def build_trim(setup: Setup) -> Replay:
     return _node_graph(setup, transform)
 
 
-def build_langmem(setup: Setup) -> Replay:
+def _langmem(setup: Setup) -> Callable[[list[AnyMessage]], tuple[list[BaseMessage], set[str]]]:
+    """langmem's ``summarize_messages`` with its running summary carried between calls:
+    the prompt, and the ids of every message summarized so far."""
     model = _summary_model(setup)
     carried: list[RunningSummary | None] = [None]
     before = setup.limit - setup.summary_tokens - _policy_tokens(setup)
 
-    def transform(history: list[AnyMessage]) -> list[BaseMessage]:
+    def summarize(history: list[AnyMessage]) -> tuple[list[BaseMessage], set[str]]:
         result = summarize_messages(
             history,
             running_summary=carried[0],
@@ -102,7 +113,46 @@ def build_langmem(setup: Setup) -> Replay:
             token_counter=setup.tally,
         )
         carried[0] = result.running_summary
-        return list(result.messages)
+        done = result.running_summary.summarized_message_ids if result.running_summary else set()
+        return list(result.messages), done
+
+    return summarize
+
+
+def build_langmem(setup: Setup) -> Replay:
+    summarize = _langmem(setup)
+    return _node_graph(setup, lambda history: summarize(history)[0])
+
+
+MEMORY_CHARS = 600
+"""A memory's text at most (about 150 tokens, the size of ours' archived snippets)."""
+
+
+def build_langmem_recall(setup: Setup) -> Replay:
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_ctx.retrieval.embeddings import MiniLMEmbeddings
+
+    summarize = _langmem(setup)
+    store = InMemoryStore(index={"dims": 384, "embed": MiniLMEmbeddings()})
+    stored: set[str] = set()
+    policy = {m.id for m in setup.policy}
+
+    def transform(history: list[AnyMessage]) -> list[BaseMessage]:
+        messages, summarized = summarize(history)
+        if summarized - stored:
+            for m in history:
+                if m.id in summarized and m.id not in stored:
+                    store.put(("memories",), str(m.id), {"content": m.text[:MEMORY_CHARS]})
+            stored.update(summarized)
+        found = store.search(("memories",), query=history[-1].text)
+        memories = "\n".join(f"- {item.value['content']}" for item in found)
+        # The quickstart's prompt: the system prompt with the memories in it, first.
+        block = f"## Memories\n<memories>\n{memories}\n</memories>"
+        if messages and messages[0].id in policy:
+            first = SystemMessage(f"{messages[0].text}\n\n{block}", id=messages[0].id)
+            return [first, *messages[1:]]
+        return [SystemMessage(f"You are a helpful assistant.\n\n{block}"), *messages]
 
     return _node_graph(setup, transform)
 

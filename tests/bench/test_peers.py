@@ -44,3 +44,37 @@ def test_context_editing_clears_tool_results(session) -> None:  # type: ignore[n
                     tally=TokenTally())  # fmt: skip
     m = measure(pair, WINDOW)
     assert m.reductions >= 1 and m.summaries == 0
+
+
+def test_langmem_recall_writes_what_it_summarized_into_the_system_prompt(
+    session, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """langmem's quickstart recall, as prompt_cache measures it: what summarize_messages
+    took out comes back as memories in the first (system) message, found by the last
+    message, so that message changes from call to call."""
+    from harness import runner
+    from harness.recorder import Recorder
+    from harness.strategies import Strategy, _peer
+    from langchain_core.messages import SystemMessage
+
+    prompts: list[list] = []  # type: ignore[type-arg]
+
+    class Keeping(Recorder):
+        def observe(self, messages) -> None:  # type: ignore[no-untyped-def]
+            super().observe(messages)
+            prompts.append(list(messages))
+
+    monkeypatch.setattr(runner, "Recorder", Keeping)
+    strategy = Strategy("langmem-recall", "langmem + recall", _peer("build_langmem_recall"))
+    run_pair(strategy, [session], window=WINDOW, backend="memory", tally=TokenTally())
+    assert prompts and all(isinstance(p[0], SystemMessage) for p in prompts)
+    assert prompts[0][0].text.endswith("<memories>\n\n</memories>")  # nothing summarized yet
+    filled = [p for p in prompts if not p[0].text.endswith("<memories>\n\n</memories>")]
+    assert filled, "no memory was ever recalled"
+    for prompt in filled:
+        _, _, memories = prompt[0].text.partition("<memories>\n")
+        lines = memories.removesuffix("\n</memories>").split("\n")
+        rest = "\n".join(m.text for m in prompt[1:])
+        # Each memory is a summarized message's text: one no longer in the prompt.
+        assert any(line.removeprefix("- ")[:80] not in rest for line in lines)
+    assert len({p[0].text for p in filled}) > 1  # the system message changes with the query
