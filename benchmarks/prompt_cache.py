@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -185,18 +186,34 @@ def misses(
     return found
 
 
+class _Processes(Replay):
+    """One thread served by several processes (LangGraph Server replicas): each run
+    (model call) goes to one of them at random (seeded), with one checkpointer and one
+    archive between them, as a deployment shares its database."""
+
+    def __init__(self, graphs: Sequence[Any], setup: Setup, seed: int = 0) -> None:
+        super().__init__(graphs[0], setup, setup.policy)
+        self.graphs, self.pick = graphs, random.Random(seed)
+
+    def invoke(self, inputs: list[BaseMessage]) -> None:
+        self.graph = self.pick.choice(self.graphs)
+        super().invoke(inputs)
+
+
 def _ours(
     refresh: RecallRefresh = "delta",
     target: float | None = None,
     memory: bool = False,
     per_turn: float = DEFAULT_PER_TURN,
     recall: bool = True,
+    processes: int = 1,
 ) -> Callable[[Setup], Replay]:
     def build(setup: Setup) -> Replay:
         """Ours as ``create_context_agent(recall=True)`` builds it for a graph of one
         node: compression archiving what it removes, recall over that archive (and
         over a memory bank of the summaries with ``memory``), provider placement.
-        Without ``recall``, as ``create_context_agent(recall=False)`` builds it."""
+        Without ``recall``, as ``create_context_agent(recall=False)`` builds it; with
+        ``processes``, that many copies of it serving the thread (:class:`_Processes`)."""
         from langgraph.store.memory import InMemoryStore
 
         from langgraph_ctx.retrieval.memory import MemoryBank
@@ -208,16 +225,21 @@ def _ours(
         default = RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET
         tuned = {"target_utilization": default if target is None else target}
         summarizer = CountingSummarizer(setup.log)
-        middleware = [
-            PreflightCheck(),
-            *([SummaryObserver(bank)] if bank is not None else []),
-            TieredCompression(summarizer=summarizer, archive=archive, **tuned),
-            *([MemoryRecall(bank, archive=archive)] if recall else []),
-            ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),
-        ]
-        pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
-        node = call_llm_node(setup.model)
-        return Replay(_one_node(setup, node, pipeline), setup, setup.policy)
+
+        def graph() -> Any:
+            middleware = [
+                PreflightCheck(),
+                *([SummaryObserver(bank)] if bank is not None else []),
+                TieredCompression(summarizer=summarizer, archive=archive, **tuned),
+                *([MemoryRecall(bank, archive=archive)] if recall else []),
+                ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),
+            ]
+            pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+            return _one_node(setup, call_llm_node(setup.model), pipeline)
+
+        if processes > 1:
+            return _Processes([graph() for _ in range(processes)], setup)
+        return Replay(graph(), setup, setup.policy)
 
     return build
 
@@ -263,6 +285,11 @@ PLANS: list[Strategy] = [
             _ours(per_turn=share),
         )
         for share in (0.0125, 0.008, 0.004)
+    ),
+    Strategy(
+        "ours-2proc",
+        "ours + recall, defaults, a thread's runs served by two processes at random",
+        _ours(processes=2),
     ),
     Strategy("ours-off", "ours, recall off (`create_context_agent()`)", _ours(recall=False)),
     Strategy(

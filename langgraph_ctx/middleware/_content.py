@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,5 +33,12 @@ def is_stable_system(m: BaseMessage) -> bool:
 
 
 def stable_signature(messages: Sequence[BaseMessage]) -> int:
-    """What changes when a compression rewrites the stable prefix (summaries)."""
-    return hash(tuple((m.id, text_of(m)) for m in messages if is_stable_system(m)))
+    """What changes when a compression rewrites the stable prefix (summaries): a
+    CRC-32 of their ids and texts, the same in every process (``hash`` of a string is
+    not: it is salted per process), since what is kept per signature is checkpointed
+    and read back by whichever process serves the thread's next run."""
+    crc = 0
+    for m in messages:
+        if is_stable_system(m):
+            crc = zlib.crc32(f"{m.id}\0{text_of(m)}\0".encode("utf-8", "surrogatepass"), crc)
+    return crc

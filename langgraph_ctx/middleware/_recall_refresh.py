@@ -32,18 +32,29 @@ later call pays:
   message (:func:`~langgraph_ctx.middleware.placement.place_messages`); each turn
   pays for it and for the turn before, which no longer carries it.
 
-What is kept lives in the session's memory only (a restarted process starts
-over). Its tokens are reserved (``ctx.session.reserved``): pre-flight counts them
-as system content, so that compression makes room for them, and what recall
+What is kept is checkpointed (``state["session"]["recall_shown"]``: the lines
+of each turn's block, and ``["recall_kept"]``: ``"compression"``'s block; each
+with the stable prefix it belongs to) when the graph's state has a ``session``
+key, as ``ContextState`` does: each run of a thread
+may be served by another process (LangGraph Server's replicas) or a restarted one,
+and a process that rebuilt the blocks from its own memory would send other bytes a
+few turns back (two processes taking a thread's runs at random: 66% of the prompt
+cacheable instead of 98%, ``benchmarks/prompt_cache.py``), and show the model
+recalled lines that come and go. The process's memory keeps the same blocks with
+their token counts, and is used while it matches the checkpoint. Without a
+``session`` key, what is kept lives in the process's memory only (a restarted
+process starts over). Their tokens are
+reserved (``ctx.session.reserved``): pre-flight counts them as system content,
+so that compression makes room for them, and what recall
 counted for this call's block is taken back out of the usage report as far as
 it is not sent.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
@@ -61,6 +72,9 @@ _KEPT = "placement.recall"
 """``"compression"``: ``ctx.session.scratch`` and ``reserved`` key of the kept block."""
 _SHOWN = "placement.recall_shown"
 """``"delta"``: ``ctx.session.scratch`` and ``reserved`` key of the blocks kept per turn."""
+_SESSION, _SAVED, _SAVED_BLOCK = "session", "recall_shown", "recall_kept"
+"""Where the checkpoint keeps what is kept: ``state["session"]["recall_shown"]``
+(``"delta"``'s blocks) and ``["recall_kept"]`` (``"compression"``'s block)."""
 
 
 @dataclass
@@ -82,6 +96,20 @@ class _Shown:
     def seen(self) -> set[str]:
         return {line for lines in self.lines.values() for line in lines}
 
+    def saved(self) -> dict[str, Any]:
+        """What the checkpoint keeps: the signature and each turn's lines."""
+        return {"signature": self.signature, "lines": {a: list(v) for a, v in self.lines.items()}}
+
+    @classmethod
+    def load(cls, saved: Mapping[str, Any], ctx: CallContext) -> _Shown:
+        """The blocks as a checkpoint kept them (another process, or before a restart)."""
+        shown = cls(int(saved.get("signature", 0)))
+        for anchor, lines in (saved.get("lines") or {}).items():
+            text = block_text(lines)
+            shown.lines[anchor], shown.text[anchor] = list(lines), text
+            shown.tokens[anchor] = ctx.counter.count_text(text + "\n\n")
+        return shown
+
 
 DEFAULT_PER_TURN = 0.025
 """``per_turn`` by default: a fortieth of recall's limit (500 tokens of a 128K
@@ -102,6 +130,9 @@ def delta_recall(
         return list(messages)  # nothing to anchor a block to: per-call context
     signature = stable_signature(out)
     shown: _Shown | None = ctx.session.scratch.get(_SHOWN)
+    saved = _saved(ctx)
+    if saved is not None and (shown is None or shown.saved() != saved):
+        shown = _Shown.load(saved, ctx)  # another process (or an earlier one) served the thread
     if shown is None or shown.signature != signature:
         shown = _Shown(signature)  # a compression rewrote the prefix: start over
     present = {str(m.id) for m in out if m.type == "human"}
@@ -122,7 +153,18 @@ def delta_recall(
     _take_back(ctx, "messages", -kept)
     ctx.session.reserved[_SHOWN] = kept
     ctx.session.scratch[_SHOWN] = shown
+    if _SESSION in ctx.channels and shown.saved() != saved:
+        ctx.persist("placement", **{_SESSION: {_SAVED: shown.saved()}})
     return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
+
+
+def _saved(ctx: CallContext, key: str = "recall_shown") -> Mapping[str, Any] | None:
+    """What the checkpoint keeps under ``session[key]``, if the graph's state has a
+    ``session`` key."""
+    if _SESSION not in ctx.channels:
+        return None
+    saved = (ctx.state.get(_SESSION) or {}).get(key)
+    return saved if isinstance(saved, Mapping) else None
 
 
 def _add(
@@ -193,6 +235,9 @@ def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseM
     fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
     signature = stable_signature(out)
     kept = ctx.session.scratch.get(_KEPT)
+    saved = _saved(ctx, _SAVED_BLOCK)
+    if saved is not None and (kept is None or _block_saved(*kept) != saved):
+        kept = _block_loaded(saved, ctx)  # another process (or an earlier one) served the thread
     block: BaseMessage | None
     if kept is not None and kept[0] == signature and kept[1] is not None and _fits(ctx, fresh_raw):
         block = kept[1]  # counted by pre-flight (reserved): recall's own count goes
@@ -200,12 +245,41 @@ def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseM
     else:  # the prefix changed (a compression) or the kept block no longer fits
         block = _stable(fresh) if fresh is not None else None  # counted by recall
         _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0))
-        ctx.session.scratch[_KEPT] = (signature, block)
+        kept = (signature, block)
         ctx.session.reserved[_KEPT] = ctx.counter.count_message(block) if block else 0
+    ctx.session.scratch[_KEPT] = kept
+    if _SESSION in ctx.channels and _block_saved(*kept) != saved:
+        ctx.persist("placement", **{_SESSION: {_SAVED_BLOCK: _block_saved(*kept)}})
     if block is None:
         return out
     last = max((j for j, m in enumerate(out) if is_stable_system(m)), default=-1)
     return [*out[: last + 1], block, *out[last + 1 :]]
+
+
+def _block_saved(signature: int, block: BaseMessage | None) -> dict[str, Any]:
+    """What the checkpoint keeps of ``"compression"``'s block."""
+    if block is None:
+        return {"signature": signature, "content": None, "marks": {}}
+    return {
+        "signature": signature,
+        "content": block.content,
+        "marks": dict(block.additional_kwargs.get(KEY, {})),
+    }
+
+
+def _block_loaded(saved: Mapping[str, Any], ctx: CallContext) -> tuple[int, BaseMessage | None]:
+    """``"compression"``'s block as a checkpoint kept it, its tokens reserved again.
+    Pre-flight counted what this process reserved before: the report gets the
+    difference."""
+    content = saved.get("content")
+    block = None
+    if content is not None:
+        marks = dict(saved.get("marks") or {})
+        block = SystemMessage(content, id="lgctx-recall", additional_kwargs={KEY: marks})
+    raw = ctx.counter.count_message(block) if block else 0
+    _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0) - raw)
+    ctx.session.reserved[_KEPT] = raw
+    return int(saved.get("signature", 0)), block
 
 
 def _take_back(

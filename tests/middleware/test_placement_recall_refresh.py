@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 
 from langgraph_ctx import (
     Budget,
@@ -24,6 +24,7 @@ from langgraph_ctx import (
 )
 from langgraph_ctx.markers import RECALL_PREFIX
 from langgraph_ctx.middleware.recall import RECALL_END
+from langgraph_ctx.state import LEDGER, LedgerEntry, ledger_reducer
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -32,23 +33,31 @@ BUDGET = Budget.for_window(6_000)
 
 
 def run(
-    refresh: str, turns: int = 40, per_turn: float = 1.0
+    refresh: str, turns: int = 40, per_turn: float = 1.0, processes: int = 1, schema: Any = None
 ) -> tuple[ScriptedChatModel, list[dict[str, Any]], Any]:
+    """``processes``: that many copies of the graph (each its own pipeline, so its own
+    memory of the session) serve the thread's turns in turn, over one checkpointer, as
+    LangGraph Server's replicas do."""
     bank = MemoryBank()
     for city in CITIES:
         text = f"Shipments to {city} clear customs at the {city} office. " + "Papers. " * 60
         bank.remember(("alice",), text)
     model = ScriptedChatModel(default="Noted. " * 30)
-    builder = StateGraph(ContextState)
-    builder.add_node("call_llm", lambda state: {"messages": [model.invoke(state["messages"])]})
-    builder.add_edge(START, "call_llm")
-    middleware = [
-        PreflightCheck(),
-        TieredCompression(),
-        MemoryRecall(bank),
-        ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),  # type: ignore[arg-type]
-    ]
-    graph = Pipeline(middleware, budget=BUDGET).attach(builder).compile(InMemorySaver())
+    saver = InMemorySaver()
+
+    def graph() -> Any:
+        builder = StateGraph(schema or ContextState)
+        builder.add_node("call_llm", lambda state: {"messages": [model.invoke(state["messages"])]})
+        builder.add_edge(START, "call_llm")
+        middleware = [
+            PreflightCheck(),
+            TieredCompression(),
+            MemoryRecall(bank),
+            ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),  # type: ignore[arg-type]
+        ]
+        return Pipeline(middleware, budget=BUDGET).attach(builder).compile(saver)
+
+    graphs = [graph() for _ in range(processes)]
     config: Any = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     events: list[dict[str, Any]] = []
     first = [SystemMessage("You route freight.")]
@@ -57,14 +66,17 @@ def run(
         text = f"Turn {turn}: where does the shipment to {city} clear customs? " + "cargo " * 40
         inputs = {"messages": [*first, HumanMessage(text, id=f"h{turn}")]}
         first = []
-        for part in graph.stream(inputs, config, stream_mode="custom"):
+        for part in graphs[turn % processes].stream(inputs, config, stream_mode="custom"):
             events.append(part["langgraph_ctx"])
-    return model, events, graph.get_state(config).values["messages"]
+    return model, events, graphs[0].get_state(config).values
 
 
-def test_the_kept_block_is_byte_identical_until_a_compression_replaces_it() -> None:
-    model, events, stored = run("compression", turns=60)
-    assert any(is_summary(m) for m in stored)
+@pytest.mark.parametrize("processes", [1, 2])
+def test_the_kept_block_is_byte_identical_until_a_compression_replaces_it(processes: int) -> None:
+    """Also when two processes take the thread's turns in turn (the block is checkpointed)."""
+    model, events, state = run("compression", turns=60, processes=processes)
+    assert state["session"]["recall_kept"]["content"]
+    assert any(is_summary(m) for m in state["messages"])
     leads = [call.messages[0].text for call in model.calls]
     assert all(RECALL_PREFIX in lead for lead in leads)  # in the stable prefix, every call
     # Never in the user's message: the last user message is the user's own words.
@@ -163,8 +175,12 @@ def _recall_lines(call: Any) -> list[str]:
     return found
 
 
-def test_delta_keeps_earlier_blocks_byte_identical_and_adds_only_new_lines() -> None:
-    model, events, _ = run("delta", turns=60)
+@pytest.mark.parametrize("processes", [1, 2])
+def test_delta_keeps_earlier_blocks_byte_identical_and_adds_only_new_lines(processes: int) -> None:
+    """Also when two processes take the thread's turns in turn: each reads the blocks
+    kept from the checkpoint, so neither sends other bytes for an earlier turn."""
+    model, events, state = run("delta", turns=60, processes=processes)
+    assert state["session"]["recall_shown"]["lines"]  # checkpointed
     calls, per_call = model.calls, _per_call(events)
     rewritten = {i for i, kinds in enumerate(per_call) if "compression" in kinds}
     extended = 0
@@ -297,3 +313,43 @@ def test_a_turn_passes_over_a_line_too_large_for_its_share_for_smaller_ones() ->
     # Nothing fits: the best line alone, unless the turn already holds lines.
     assert _best([], [memory], 100, ctx) == [memory]
     assert _best([snippet], [memory], 100, ctx) == []
+
+
+class Plain(MessagesState):
+    """A user's own state: messages and the ledger, no ``session``."""
+
+    context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
+
+
+def test_without_a_session_key_delta_keeps_the_blocks_in_the_process() -> None:
+    """A graph whose state has no ``session`` key still gets delta recall: the blocks
+    are kept in the process's memory, and nothing is written to a key it lacks."""
+    model, _, state = run("delta", turns=12, schema=Plain)
+    assert "session" not in state and state[LEDGER]
+    for before, now in itertools.pairwise(model.calls[:6]):
+        assert _rendered(now)[: len(before.messages)] == _rendered(before)
+
+
+def test_the_stable_signature_is_the_same_in_every_process() -> None:
+    """It keys what the checkpoint keeps, which another process reads back: no
+    per-process salt (``hash`` of a string has one)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from langchain_core.messages import SystemMessage as S\n"
+        "from langgraph_ctx.middleware._content import stable_signature\n"
+        "print(stable_signature([S('You route freight.', id='a'), S('[Summary] x', id='b')]))"
+    )
+    found = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(found) == 1
