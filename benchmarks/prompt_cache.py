@@ -26,9 +26,14 @@ over the archive compression fills), in four settings: the defaults
 message), the defaults with a memory bank of the summaries (``memory=``), the
 previous default (``recall_refresh="call"``: a fresh block in the last user message
 every call), and ``recall_refresh="compression"`` (one block kept until the next
-compression). AdaCoM and ARC as ``create_context_agent(strategy=...)`` builds them (the offline
-manager, provider placement, no recall), and AdaCoM off its 3-round schedule. The peers run
-without recall. **Probes kept**: the
+compression). Also: ours at smaller shares of recall's limit a turn may add
+(``recall_per_turn``), ours with recall off, and ours with a thread's runs served by two
+processes at random (:class:`_Processes`, as LangGraph Server's replicas take runs). AdaCoM
+and ARC as ``create_context_agent(strategy=...)`` builds them (the offline manager, provider
+placement, no recall), and AdaCoM off its 3-round schedule. The peers run without recall,
+and langmem also with recall as its Hot Path Quickstart builds it (memories found by the
+last message, written into the system prompt: :func:`harness.peers.build_langmem_recall`).
+**Probes kept**: the
 harness's planted facts (long) and gold values (tau-bench) found in the prompt of
 the call that needs them.
 

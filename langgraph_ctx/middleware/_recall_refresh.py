@@ -35,19 +35,21 @@ later call pays:
 What is kept is checkpointed (``state["session"]["recall_shown"]``: the lines
 of each turn's block, and ``["recall_kept"]``: ``"compression"``'s block; each
 with the stable prefix it belongs to) when the graph's state has a ``session``
-key, as ``ContextState`` does: each run of a thread
-may be served by another process (LangGraph Server's replicas) or a restarted one,
-and a process that rebuilt the blocks from its own memory would send other bytes a
-few turns back (two processes taking a thread's runs at random: 66% of the prompt
-cacheable instead of 98%, ``benchmarks/prompt_cache.py``), and show the model
-recalled lines that come and go. The process's memory keeps the same blocks with
-their token counts, and is used while it matches the checkpoint. Without a
-``session`` key, what is kept lives in the process's memory only (a restarted
-process starts over). Their tokens are
-reserved (``ctx.session.reserved``): pre-flight counts them as system content,
-so that compression makes room for them, and what recall
-counted for this call's block is taken back out of the usage report as far as
-it is not sent.
+key, as ``ContextState`` does. Each run of a thread may be served by another
+process (LangGraph Server's replicas) or a restarted one, and a process that
+rebuilt the blocks from its own memory would send other bytes a few turns back
+(two processes taking a thread's runs at random: 66% of the prompt cacheable
+instead of 98%, ``benchmarks/prompt_cache.py``) and show the model recalled lines
+that come and go. The process's memory keeps the same blocks with their token
+counts, used while they match the checkpoint. Without a ``session`` key, what is
+kept lives in the process's memory only (a restarted process starts over).
+
+Their tokens are reserved (``ctx.session.reserved``, checkpointed as
+``session["reserved"]`` and restored by the pipeline before pre-flight counts):
+pre-flight counts them as system content, so that compression makes room for
+them, and what recall counted for this call's block is taken back out of the
+usage report as far as it is not sent. What another setting of
+``recall_refresh`` kept is given up (:func:`release`).
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ def delta_recall(
     """``messages`` with the kept recall blocks in their turns' user messages and this
     call's best new lines in the last one's, instead of this call's block (see the
     module docstring: ``"delta"``)."""
+    release(ctx, keep=_SHOWN)
     out = list(messages)
     at = next((j for j, m in enumerate(out) if is_recall_block(m)), None)
     fresh = out.pop(at) if at is not None else None
@@ -153,9 +156,32 @@ def delta_recall(
     _take_back(ctx, "messages", -kept)
     ctx.session.reserved[_SHOWN] = kept
     ctx.session.scratch[_SHOWN] = shown
-    if _SESSION in ctx.channels and shown.saved() != saved:
-        ctx.persist("placement", **{_SESSION: {_SAVED: shown.saved()}})
+    _persist(ctx, _SAVED, shown.saved(), saved)
     return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
+
+
+def release(ctx: CallContext, keep: str | None = None) -> None:
+    """Give up what another ``recall_refresh`` kept (the setting changed since, or
+    placement is off): no longer sent, so no longer counted. With ``keep=None``
+    (``"call"``, ``"none"``) the change is checkpointed here."""
+    reserved = ctx.session.reserved
+    stale = [key for key in (_KEPT, _SHOWN) if key != keep and key in reserved]
+    for key in stale:
+        _take_back(ctx, "system", reserved.pop(key))
+    if stale and keep is None and _SESSION in ctx.channels:
+        ctx.persist("placement", **{_SESSION: {"reserved": dict(reserved)}})
+
+
+def _persist(
+    ctx: CallContext, key: str, value: dict[str, Any], saved: Mapping[str, Any] | None
+) -> None:
+    """Checkpoint ``value`` as ``session[key]`` if it changed, with the tokens reserved
+    (``session["reserved"]``, which the pipeline restores before pre-flight counts)."""
+    if _SESSION not in ctx.channels:
+        return
+    reserved = dict(ctx.session.reserved)
+    if value != saved or reserved != (ctx.state.get(_SESSION) or {}).get("reserved"):
+        ctx.persist("placement", **{_SESSION: {key: value, "reserved": reserved}})
 
 
 def _saved(ctx: CallContext, key: str = "recall_shown") -> Mapping[str, Any] | None:
@@ -229,57 +255,68 @@ def keep_recall(messages: Sequence[BaseMessage], ctx: CallContext) -> list[BaseM
     Pre-flight counted the kept block as system content (reserved) and recall
     counted this call's block as auxiliary: the one not sent is taken back out.
     """
+    release(ctx, keep=_KEPT)
     out = list(messages)
     at = next((j for j, m in enumerate(out) if is_recall_block(m)), None)
     fresh = out.pop(at) if at is not None else None
     fresh_raw = ctx.counter.count_message(fresh) if fresh is not None else 0
     signature = stable_signature(out)
-    kept = ctx.session.scratch.get(_KEPT)
+    kept: _Kept | None = ctx.session.scratch.get(_KEPT)
     saved = _saved(ctx, _SAVED_BLOCK)
-    if saved is not None and (kept is None or _block_saved(*kept) != saved):
-        kept = _block_loaded(saved, ctx)  # another process (or an earlier one) served the thread
-    block: BaseMessage | None
-    if kept is not None and kept[0] == signature and kept[1] is not None and _fits(ctx, fresh_raw):
-        block = kept[1]  # counted by pre-flight (reserved): recall's own count goes
+    if saved is not None and (kept is None or kept.saved() != saved):
+        kept = _Kept.load(saved, ctx)  # another process (or an earlier one) served the thread
+    current = kept if kept and kept.signature == signature and kept.block is not None else None
+    if current is not None:
+        _reserve(ctx, current.raw)  # what pre-flight should have counted, if it did not
+    if current is not None and _fits(ctx, fresh_raw):
+        kept = current  # counted as reserved: recall's own count goes
         _take_back(ctx, "auxiliary", fresh_raw)
     else:  # the prefix changed (a compression) or the kept block no longer fits
-        block = _stable(fresh) if fresh is not None else None  # counted by recall
+        replacement = _stable(fresh) if fresh is not None else None  # counted by recall
         _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0))
-        kept = (signature, block)
-        ctx.session.reserved[_KEPT] = ctx.counter.count_message(block) if block else 0
+        raw = ctx.counter.count_message(replacement) if replacement else 0
+        kept = _Kept(signature, replacement, raw)
+        ctx.session.reserved[_KEPT] = raw
+    block = kept.block
     ctx.session.scratch[_KEPT] = kept
-    if _SESSION in ctx.channels and _block_saved(*kept) != saved:
-        ctx.persist("placement", **{_SESSION: {_SAVED_BLOCK: _block_saved(*kept)}})
+    _persist(ctx, _SAVED_BLOCK, kept.saved(), saved)
     if block is None:
         return out
     last = max((j for j, m in enumerate(out) if is_stable_system(m)), default=-1)
     return [*out[: last + 1], block, *out[last + 1 :]]
 
 
-def _block_saved(signature: int, block: BaseMessage | None) -> dict[str, Any]:
-    """What the checkpoint keeps of ``"compression"``'s block."""
-    if block is None:
-        return {"signature": signature, "content": None, "marks": {}}
-    return {
-        "signature": signature,
-        "content": block.content,
-        "marks": dict(block.additional_kwargs.get(KEY, {})),
-    }
+@dataclass(frozen=True)
+class _Kept:
+    """``"compression"``'s block, the stable prefix it belongs to, and its raw tokens."""
 
+    signature: int
+    block: BaseMessage | None
+    raw: int
 
-def _block_loaded(saved: Mapping[str, Any], ctx: CallContext) -> tuple[int, BaseMessage | None]:
-    """``"compression"``'s block as a checkpoint kept it, its tokens reserved again.
-    Pre-flight counted what this process reserved before: the report gets the
-    difference."""
-    content = saved.get("content")
-    block = None
-    if content is not None:
+    def saved(self) -> dict[str, Any]:
+        """What the checkpoint keeps."""
+        if self.block is None:
+            return {"signature": self.signature, "content": None, "marks": {}}
+        marks = dict(self.block.additional_kwargs.get(KEY, {}))
+        return {"signature": self.signature, "content": self.block.content, "marks": marks}
+
+    @classmethod
+    def load(cls, saved: Mapping[str, Any], ctx: CallContext) -> _Kept:
+        """The block as a checkpoint kept it."""
+        content = saved.get("content")
+        if content is None:
+            return cls(int(saved.get("signature", 0)), None, 0)
         marks = dict(saved.get("marks") or {})
         block = SystemMessage(content, id="lgctx-recall", additional_kwargs={KEY: marks})
-    raw = ctx.counter.count_message(block) if block else 0
+        return cls(int(saved.get("signature", 0)), block, ctx.counter.count_message(block))
+
+
+def _reserve(ctx: CallContext, raw: int) -> None:
+    """Reserve ``raw`` tokens for the kept block; the report gets any difference from
+    what pre-flight counted (a process that had not kept it, or another size)."""
     _take_back(ctx, "system", ctx.session.reserved.get(_KEPT, 0) - raw)
     ctx.session.reserved[_KEPT] = raw
-    return int(saved.get("signature", 0)), block
 
 
 def _take_back(

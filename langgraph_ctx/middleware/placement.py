@@ -56,7 +56,12 @@ from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, is_ephemeral
 from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
-from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN, delta_recall, keep_recall
+from langgraph_ctx.middleware._recall_refresh import (
+    DEFAULT_PER_TURN,
+    delta_recall,
+    keep_recall,
+    release,
+)
 from langgraph_ctx.pipeline import CallContext, Middleware, View, current_context
 
 Placement = Literal["system", "pair", "none"]
@@ -124,6 +129,8 @@ class ProviderPlacement(Middleware):
             messages = delta_recall(messages, ctx, self.recall_per_turn)
         elif self.placement != "none" and self.recall_refresh == "compression":
             messages = keep_recall(messages, ctx)
+        else:
+            release(ctx)
         placed = place_messages(messages, self.placement)
         remeasure(messages, placed, ctx)
         return view.replace(messages=placed)

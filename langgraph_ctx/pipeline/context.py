@@ -96,7 +96,9 @@ class SessionTokens:
     reserved: dict[str, int] = dataclasses.field(default_factory=dict)
     """Raw tokens a layer adds to every prompt of the session after pre-flight ran
     (a kept recall block, merged into the system message), by layer: pre-flight
-    counts them as system content, so that compression makes room for them."""
+    counts them as system content, so that compression makes room for them.
+    Restored before each call from ``state["session"]["reserved"]`` where a layer
+    checkpoints it, so that whichever process serves the call counts the same."""
 
 
 @dataclasses.dataclass(kw_only=True)

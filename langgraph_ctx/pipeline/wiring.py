@@ -214,6 +214,7 @@ class Pipeline:
                     self._sessions.popitem(last=False)
             else:
                 self._sessions.move_to_end(key)
+            _restore_reserved(session, state)
             return session
 
     def context_for(
@@ -335,6 +336,15 @@ def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> 
                 calibration.ratio = float(data["calibration"])
                 calibration.samples = int(data["calibration_samples"])
             return
+
+
+def _restore_reserved(session: SessionTokens, state: Mapping[str, Any]) -> None:
+    # What layers add to every prompt (kept recall blocks) as the thread's last
+    # committed step left it: another process may have served that step, and
+    # pre-flight must count what this call will send, not what this process last saw.
+    saved = (state.get("session") or {}).get("reserved")
+    if isinstance(saved, Mapping):
+        session.reserved = {str(k): int(v) for k, v in saved.items()}
 
 
 def _iterable(value: object) -> bool:

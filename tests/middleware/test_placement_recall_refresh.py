@@ -6,7 +6,7 @@ import itertools
 from typing import Annotated, Any
 
 import pytest
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
@@ -33,7 +33,13 @@ BUDGET = Budget.for_window(6_000)
 
 
 def run(
-    refresh: str, turns: int = 40, per_turn: float = 1.0, processes: int = 1, schema: Any = None
+    refresh: str,
+    turns: int = 40,
+    per_turn: float = 1.0,
+    processes: int = 1,
+    schema: Any = None,
+    usage: bool = True,
+    prepare_ahead: bool = True,
 ) -> tuple[ScriptedChatModel, list[dict[str, Any]], Any]:
     """``processes``: that many copies of the graph (each its own pipeline, so its own
     memory of the session) serve the thread's turns in turn, over one checkpointer, as
@@ -42,22 +48,27 @@ def run(
     for city in CITIES:
         text = f"Shipments to {city} clear customs at the {city} office. " + "Papers. " * 60
         bank.remember(("alice",), text)
-    model = ScriptedChatModel(default="Noted. " * 30)
+    # Replies with ids of their own: summaries quote them, and two runs compare alike.
+    replies = [AIMessage("Noted. " * 30, id=f"reply-{i}") for i in range(turns)]
+    model = ScriptedChatModel(responses=replies, report_usage=usage)
     saver = InMemorySaver()
 
-    def graph() -> Any:
+    def graph(refresh: str) -> Any:
         builder = StateGraph(schema or ContextState)
         builder.add_node("call_llm", lambda state: {"messages": [model.invoke(state["messages"])]})
         builder.add_edge(START, "call_llm")
         middleware = [
             PreflightCheck(),
-            TieredCompression(),
+            TieredCompression(prepare_ahead=prepare_ahead),
             MemoryRecall(bank),
             ProviderPlacement(recall_refresh=refresh, recall_per_turn=per_turn),  # type: ignore[arg-type]
         ]
         return Pipeline(middleware, budget=BUDGET).attach(builder).compile(saver)
 
-    graphs = [graph() for _ in range(processes)]
+    # "delta+call": processes alternating between two settings (a redeploy changed it).
+    modes = refresh.split("+")
+    graphs = [graph(modes[i % len(modes)]) for i in range(max(processes, len(modes)))]
+    processes = len(graphs)
     config: Any = {"configurable": {"thread_id": "t", "user_id": "alice"}}
     events: list[dict[str, Any]] = []
     first = [SystemMessage("You route freight.")]
@@ -353,3 +364,45 @@ def test_the_stable_signature_is_the_same_in_every_process() -> None:
         for seed in ("1", "2")
     }
     assert len(found) == 1
+
+
+@pytest.mark.parametrize("modes", ["delta+call", "compression+delta", "delta+compression+call"])
+def test_a_changed_recall_refresh_gives_up_what_the_other_kept(modes: str) -> None:
+    """Processes with different settings take the thread's turns in turn (a redeploy
+    changed it): what one kept and the next does not send is no longer counted, so
+    every call's report is what the model received and none passes the red line."""
+    model, events, state = run(modes, turns=30)
+    sent = [
+        e["data"]["sent_utilization"] * BUDGET.window
+        for e in events
+        if "sent_utilization" in e["data"]
+    ]
+    received = [TokenCounter().count_messages(list(call.messages)) for call in model.calls]
+    assert len(sent) == len(received) == 30
+    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
+    assert max(received) <= BUDGET.red_line
+    last = modes.split("+")[29 % len(modes.split("+"))]
+    kept = {"delta": {"placement.recall_shown"}, "compression": {"placement.recall"}}
+    assert set(state["session"]["reserved"]) == kept.get(last, set())
+
+
+@pytest.mark.parametrize("refresh", ["delta", "compression"])
+def test_two_processes_send_what_one_would(refresh: str) -> None:
+    """Each call, whichever process serves it, measures and sends exactly what one
+    process serving every call does: pre-flight counts the kept blocks as the last
+    committed step left them (``session["reserved"]``), so recall gets the same room.
+
+    Two things stay a process's own, and are off here: calibration learned from the
+    provider's counts, and a summary prepared ahead in the background (a process
+    that did not prepare one prepares its own, or compresses synchronously)."""
+    one, one_events, _ = run(refresh, turns=40, usage=False, prepare_ahead=False)
+    two, two_events, _ = run(refresh, turns=40, processes=2, usage=False, prepare_ahead=False)
+
+    prompts = [_rendered(c) for c in one.calls]
+    assert any("Summary" in m[1] for p in prompts for m in p)
+    assert [_rendered(c) for c in two.calls] == prompts
+
+    def measured(events: list[dict[str, Any]]) -> list[Any]:
+        return [e["data"]["utilization"] for e in events if e["kind"] == "utilization"]
+
+    assert measured(two_events) == measured(one_events)
