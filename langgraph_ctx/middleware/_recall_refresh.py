@@ -38,7 +38,7 @@ with the stable prefix it belongs to) when the graph's state has a ``session``
 key, as ``ContextState`` does. Each run of a thread may be served by another
 process (LangGraph Server's replicas) or a restarted one, and a process that
 rebuilt the blocks from its own memory would send other bytes a few turns back
-(two processes taking a thread's runs at random: 66% of the prompt cacheable
+(two processes taking a thread's runs at random: 57% of the prompt cacheable
 instead of 98%, ``benchmarks/prompt_cache.py``) and show the model recalled lines
 that come and go. The process's memory keeps the same blocks with their token
 counts, used while they match the checkpoint. Without a ``session`` key, what is
