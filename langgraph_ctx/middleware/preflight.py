@@ -214,10 +214,14 @@ class PreflightCheck(Middleware):
         for message in _ai_messages(result):
             usage = message.usage_metadata
             if usage and usage.get("input_tokens"):
-                ctx.session.calibration.observe(report.raw_total, usage["input_tokens"])
+                calibration = ctx.session.calibration
+                calibration.observe(report.raw_total, usage["input_tokens"])
                 if entry is not None:
                     entry["data"]["actual_input"] = usage["input_tokens"]
                     entry["data"]["output_tokens"] = usage.get("output_tokens", 0)
+                    # What the next call starts from, whichever process serves it.
+                    entry["data"]["calibration_next"] = calibration.ratio
+                    entry["data"]["calibration_samples_next"] = calibration.samples
                 return
 
     def _prompt(self, ctx: CallContext) -> int:

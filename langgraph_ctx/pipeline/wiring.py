@@ -208,12 +208,12 @@ class Pipeline:
             session = self._sessions.get(key)
             if session is None:
                 session = SessionTokens(cache=MessageTokenCache(self.counter))
-                _restore_calibration(session.calibration, state)
                 self._sessions[key] = session
                 if len(self._sessions) > self._max_sessions:
                     self._sessions.popitem(last=False)
             else:
                 self._sessions.move_to_end(key)
+            _restore_calibration(session.calibration, state)
             _restore_reserved(session, state)
             return session
 
@@ -328,11 +328,16 @@ class _NoState(TypedDict):
 
 
 def _restore_calibration(calibration: Calibration, state: Mapping[str, Any]) -> None:
-    # A resumed session picks up the ratio it had learned, from its ledger.
+    # The ratio as the thread's last committed call left it, from its ledger: a
+    # resumed session picks it up, and so does a process that did not serve that
+    # call (or the one before), so every process measures alike.
     for entry in reversed(state.get("context_ledger") or ()):
         if entry.get("kind") == "utilization":
             data = entry.get("data", {})
-            if data.get("calibration_samples"):
+            if data.get("calibration_samples_next"):  # learned from that call's usage
+                calibration.ratio = float(data["calibration_next"])
+                calibration.samples = int(data["calibration_samples_next"])
+            elif data.get("calibration_samples"):  # as it stood when that call began
                 calibration.ratio = float(data["calibration"])
                 calibration.samples = int(data["calibration_samples"])
             return

@@ -32,13 +32,24 @@ CITIES = ["Antwerp", "Bilbao", "Cadiz", "Danzig", "Esbjerg", "Faro", "Genoa", "H
 BUDGET = Budget.for_window(6_000)
 
 
+class Drifting(ScriptedChatModel):
+    """Reports input tokens 0-30% over our count, changing from call to call, so
+    that calibration depends on which calls a process has seen."""
+
+    def _usage(self, messages: Any, tools: Any, reply: Any) -> Any:
+        usage = super()._usage(messages, tools, reply)
+        factor = 1.0 + 0.1 * (len(self.calls) % 4)
+        usage["input_tokens"] = round(usage["input_tokens"] * factor)
+        return usage
+
+
 def run(
     refresh: str,
     turns: int = 40,
     per_turn: float = 1.0,
     processes: int = 1,
     schema: Any = None,
-    usage: bool = True,
+    usage: bool | str = True,
     prepare_ahead: bool = True,
 ) -> tuple[ScriptedChatModel, list[dict[str, Any]], Any]:
     """``processes``: that many copies of the graph (each its own pipeline, so its own
@@ -50,7 +61,8 @@ def run(
         bank.remember(("alice",), text)
     # Replies with ids of their own: summaries quote them, and two runs compare alike.
     replies = [AIMessage("Noted. " * 30, id=f"reply-{i}") for i in range(turns)]
-    model = ScriptedChatModel(responses=replies, report_usage=usage)
+    kind = Drifting if usage == "drifting" else ScriptedChatModel
+    model = kind(responses=replies, report_usage=bool(usage))
     saver = InMemorySaver()
 
     def graph(refresh: str) -> Any:
@@ -390,13 +402,17 @@ def test_a_changed_recall_refresh_gives_up_what_the_other_kept(modes: str) -> No
 def test_two_processes_send_what_one_would(refresh: str) -> None:
     """Each call, whichever process serves it, measures and sends exactly what one
     process serving every call does: pre-flight counts the kept blocks as the last
-    committed step left them (``session["reserved"]``), so recall gets the same room.
+    committed step left them (``session["reserved"]``), so recall gets the same room,
+    and calibration is the one the last committed call learned (the model reports
+    usage here, as providers do, off from our count by a share that drifts).
 
-    Two things stay a process's own, and are off here: calibration learned from the
-    provider's counts, and a summary prepared ahead in the background (a process
-    that did not prepare one prepares its own, or compresses synchronously)."""
-    one, one_events, _ = run(refresh, turns=40, usage=False, prepare_ahead=False)
-    two, two_events, _ = run(refresh, turns=40, processes=2, usage=False, prepare_ahead=False)
+    One thing stays a process's own, and is off here: a summary prepared ahead in
+    the background (a process that did not prepare one prepares its own, or
+    compresses synchronously)."""
+    one, one_events, _ = run(refresh, turns=40, usage="drifting", prepare_ahead=False)
+    two, two_events, _ = run(refresh, turns=40, processes=2, usage="drifting", prepare_ahead=False)
+    learned = [e["data"].get("calibration_samples") for e in one_events]
+    assert any(learned)  # calibration is in play
 
     prompts = [_rendered(c) for c in one.calls]
     assert any("Summary" in m[1] for p in prompts for m in p)
