@@ -27,9 +27,12 @@ Ledger: one entry per manager call: ``context_edit`` (what changed, with each
 operation's rationale), ``manager_unchanged``, ``edit_rejected`` or
 ``manager_failed``; each carries the round and the triggers.
 
-The round count lives in the session's memory: after a process restart it
-starts again at 0, so the next scheduled call is at most ``every`` rounds late;
-the utilization and extract triggers read the state and are unaffected.
+The round count is checkpointed (``state["session"]["adacom:rounds"]``) when the
+graph's state has a ``session`` key, as ``ContextState`` does, so a restarted
+process, or another one serving the thread's next run, keeps the schedule.
+Without one it lives in the process's memory: after a restart it starts again at
+0 (the next scheduled call at most ``every`` rounds late), and each process
+counts its own. The utilization and extract triggers read the state.
 """
 
 from __future__ import annotations
@@ -146,10 +149,22 @@ class AdaptiveContextManager(RewritingStrategy):
         self.timeout = check_timeout("timeout", timeout)
         self.preview_chars = check_int("preview_chars", preview_chars, least=1)
 
+    def _round(self, ctx: CallContext) -> int:
+        """This call's round: one more than the thread's last committed call counted
+        (checkpointed in ``session`` when the state has it, so that any process
+        serving the thread, or one restarted, keeps the schedule), else than this
+        process counted."""
+        key = f"{self.name}:rounds"
+        saved = (ctx.state.get("session") or {}).get(key) if "session" in ctx.channels else None
+        rounds = (saved if isinstance(saved, int) else ctx.session.scratch.get(key, 0)) + 1
+        ctx.session.scratch[key] = rounds
+        if "session" in ctx.channels:
+            ctx.persist(self.name, session={key: rounds})
+        return rounds
+
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
-        key = f"{self.name}:rounds"
-        rounds = ctx.session.scratch[key] = ctx.session.scratch.get(key, 0) + 1
+        rounds = self._round(ctx)
         utilization = ctx.measured().utilization
         oversized = self._oversized(messages, ctx)
         triggers = self._triggers(rounds, utilization, oversized)

@@ -249,6 +249,29 @@ def test_triggers_every_k_rounds_at_utilization_and_for_an_oversized_result() ->
     assert ledger(graph, config, "manager_failed")[0]["triggers"] == ["oversized_result"]
 
 
+def test_the_schedule_holds_when_processes_take_turns_serving_a_thread() -> None:
+    """Two processes (each its own pipeline) over one checkpointer, as LangGraph
+    Server's replicas: the rounds are the thread's, checkpointed, not each process's."""
+    saver, policy = InMemorySaver(), Failing(error=RuntimeError("count me"))
+
+    def process() -> Any:
+        adacom = AdaptiveContextManager(
+            manager=policy, every=3, utilization=None, extract_threshold=None
+        )
+        builder = StateGraph(ContextState)
+        builder.add_node("call_llm", call_llm_node(ScriptedChatModel(default="ok")))
+        builder.add_edge(START, "call_llm")
+        pipeline = Pipeline([PreflightCheck(), adacom], budget=Budget.for_window(32_000))
+        return pipeline.attach(builder).compile(checkpointer=saver)
+
+    graphs, config = [process(), process()], cfg("shared")
+    for i in range(9):
+        graphs[i % 2].invoke({"messages": [HumanMessage(f"turn {i}", id=f"u{i}")]}, config)
+    assert policy.calls == 3
+    assert [f["round"] for f in ledger(graphs[0], config, "manager_failed")] == [3, 6, 9]
+    assert graphs[1].get_state(config).values["session"]["adacom:rounds"] == 9
+
+
 def test_offline_policy_extracts_an_oversized_result_before_the_agent_reads_it() -> None:
     graph, agent, adacom = make(None, every=None, utilization=None, extract_threshold=400)
     config = cfg("extract")
