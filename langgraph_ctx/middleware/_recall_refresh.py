@@ -184,7 +184,7 @@ def _persist(
         ctx.persist("placement", **{_SESSION: {key: value, "reserved": reserved}})
 
 
-def _saved(ctx: CallContext, key: str = "recall_shown") -> Mapping[str, Any] | None:
+def _saved(ctx: CallContext, key: str = _SAVED) -> Mapping[str, Any] | None:
     """What the checkpoint keeps under ``session[key]``, if the graph's state has a
     ``session`` key."""
     if _SESSION not in ctx.channels:

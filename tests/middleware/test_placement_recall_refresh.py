@@ -94,6 +94,21 @@ def run(
     return model, events, graphs[0].get_state(config).values
 
 
+def _reports_match(model: ScriptedChatModel, events: list[dict[str, Any]]) -> list[int]:
+    """Each call's usage report is what the model received (within 20 tokens), and no
+    call passed the red line. Returns the tokens received per call."""
+    sent = [
+        e["data"]["sent_utilization"] * BUDGET.window
+        for e in events
+        if "sent_utilization" in e["data"]
+    ]
+    received = [TokenCounter().count_messages(list(call.messages)) for call in model.calls]
+    assert len(sent) == len(received)
+    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
+    assert max(received) <= BUDGET.red_line
+    return received
+
+
 @pytest.mark.parametrize("processes", [1, 2])
 def test_the_kept_block_is_byte_identical_until_a_compression_replaces_it(processes: int) -> None:
     """Also when two processes take the thread's turns in turn (the block is checkpointed)."""
@@ -112,14 +127,7 @@ def test_the_kept_block_is_byte_identical_until_a_compression_replaces_it(proces
     # Pre-flight counted the kept block (reserved), recall's own block was taken back:
     # each call's report is what the model received, so compression made room for
     # the block and no call went past the red line.
-    sent = [
-        e["data"]["sent_utilization"] * BUDGET.window
-        for e in events
-        if "sent_utilization" in e["data"]
-    ]
-    received = [TokenCounter().count_messages(list(call.messages)) for call in model.calls]
-    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
-    assert max(received) <= BUDGET.red_line
+    _reports_match(model, events)
 
 
 def test_per_call_recall_changes_with_each_turn_in_the_last_user_message() -> None:
@@ -241,14 +249,7 @@ def test_delta_past_the_recall_limit_a_turn_adds_its_best_line_alone_and_the_rep
             assert len(set(has) - set(had)) <= 1
             over += 1
     assert over > 0
-    sent = [
-        e["data"]["sent_utilization"] * BUDGET.window
-        for e in events
-        if "sent_utilization" in e["data"]
-    ]
-    received = [counter.count_messages(list(call.messages)) for call in model.calls]
-    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
-    assert max(received) <= BUDGET.red_line
+    _reports_match(model, events)
 
 
 @pytest.mark.parametrize("per_turn", [0.025, 0.3])
@@ -384,15 +385,8 @@ def test_a_changed_recall_refresh_gives_up_what_the_other_kept(modes: str) -> No
     changed it): what one kept and the next does not send is no longer counted, so
     every call's report is what the model received and none passes the red line."""
     model, events, state = run(modes, turns=30)
-    sent = [
-        e["data"]["sent_utilization"] * BUDGET.window
-        for e in events
-        if "sent_utilization" in e["data"]
-    ]
-    received = [TokenCounter().count_messages(list(call.messages)) for call in model.calls]
-    assert len(sent) == len(received) == 30
-    assert all(abs(r - s) < 20 for r, s in zip(received, sent, strict=True))
-    assert max(received) <= BUDGET.red_line
+    received = _reports_match(model, events)
+    assert len(received) == 30
     last = modes.split("+")[29 % len(modes.split("+"))]
     kept = {"delta": {"placement.recall_shown"}, "compression": {"placement.recall"}}
     assert set(state["session"]["reserved"]) == kept.get(last, set())
