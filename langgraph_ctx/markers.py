@@ -7,6 +7,7 @@ provider adapters do not forward unknown ``additional_kwargs`` keys.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from operator import attrgetter
 from typing import Any, TypeVar
 
@@ -18,6 +19,9 @@ KEY = "lgctx"
 SUMMARY_PREFIX = "[Conversation Summary]"
 RECALL_PREFIX = "[Recalled Memory]"
 COMPACTED_PREFIX = "[Compacted tool result]"
+PARTS = "parts"
+"""Mark of a message that grows by appending: where each appended part starts
+(:func:`appended_parts`)."""
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -114,3 +118,28 @@ def compacted(message: M, text: str, tokens: int) -> M:
             "additional_kwargs": {**message.additional_kwargs, KEY: marks},
         }
     )
+
+
+def appended_parts(message: BaseMessage) -> list[str] | None:
+    """The text of a message that grows by appending (ARC's interaction memory), cut
+    where each appended part starts, so that the parts joined are the text; ``None``
+    for any other message, or one whose parts do not fit its text.
+
+    Placement sends the parts as content blocks: a prompt cache that keys on block
+    boundaries (Anthropic's) then finds the message as the previous call sent it,
+    whole, at the boundary before the newest part."""
+    offsets = _marks(message).get(PARTS)
+    if not offsets or not isinstance(message.content, str):
+        return None
+    text = message.content
+    cuts = [0, *offsets, len(text)]
+    if any(not isinstance(c, int) or not (a < c) for a, c in pairwise(cuts)):
+        return None  # not ours, or edited since: send it as one block
+    return [text[a:c] for a, c in pairwise(cuts)]
+
+
+def grown_parts(message: BaseMessage, start: int) -> list[int]:
+    """The :data:`PARTS` mark for ``message`` grown by a part that starts at ``start``
+    of the new text: its own parts (if they still fit its text) and the new one."""
+    kept = _marks(message)[PARTS] if appended_parts(message) is not None else []
+    return [*kept, start]

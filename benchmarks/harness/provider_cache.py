@@ -10,8 +10,10 @@ provider's published rules:
   (openai.com/index/api-prompt-caching).
 - **Anthropic** (``ChatAnthropic``): a cache entry is written at each breakpoint
   (here those a caching client sets: the last tool and the last system block, as
-  ``AnthropicPromptCachingMiddleware`` tags them, and the last block of the last
-  message, its request-level ``cache_control``) once the prefix there is 1,024
+  ``AnthropicPromptCachingMiddleware`` tags them, the last block of the last
+  message, its request-level ``cache_control``, and every block the prompt marks
+  with ``cache_control``: the prompt goes through ``mark_breakpoints`` first, as
+  ``call_llm`` sends it to an Anthropic model) once the prefix there is 1,024
   tokens or more. A read hits the longest written prefix ending at a block
   boundary within 20 blocks before a breakpoint; ``cache_control`` itself is not
   part of the key. So a change inside a block loses the whole block, and a change
@@ -31,6 +33,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.middleware._breakpoints import mark_breakpoints
 
 MINIMUM = 1_024
 """Fewest prompt tokens either provider caches (Sonnet 4.5; OpenAI)."""
@@ -73,7 +77,8 @@ class ProviderMeters:
             openai = (0, 0)
         try:
             bound = {"tools": [convert_to_anthropic_tool(t) for t in tools]} if tools else {}
-            payload = self.anthropic._get_request_payload(list(messages), **bound)
+            marked = mark_breakpoints(messages)  # as call_llm sends it to ChatAnthropic
+            payload = self.anthropic._get_request_payload(marked, **bound)
             anthropic = self._anthropic(list(_blocks(payload)))
         except ValueError:
             self.refused["anthropic"] += 1
@@ -87,20 +92,21 @@ class ProviderMeters:
         cached = 0 if shared < MINIMUM else MINIMUM + (shared - MINIMUM) // STEP * STEP
         return cached, total
 
-    def _anthropic(self, blocks: list[tuple[str, str]]) -> tuple[int, int]:
+    def _anthropic(self, blocks: list[tuple[str, str, bool]]) -> tuple[int, int]:
         keys, ends = [], []
         key, total = 0, 0
-        for _, block in blocks:
+        for _, block, _ in blocks:
             key = hash((key, block))
             total += len(self.tokens(block))
             keys.append(key)
             ends.append(total)
         # The last tool and the last system block (as AnthropicPromptCachingMiddleware
-        # tags them), and the last block (its request-level cache_control).
-        last = {kind: i for i, (kind, _) in enumerate(blocks)}
-        breakpoints = sorted(
-            {last.get("tools", -1), last.get("system", -1), len(blocks) - 1} - {-1}
-        )
+        # tags them), the last block (its request-level cache_control), and the
+        # blocks the prompt marks itself.
+        last = {kind: i for i, (kind, _, _) in enumerate(blocks)}
+        marked = {i for i, (_, _, mark) in enumerate(blocks) if mark}
+        defaults = {last.get("tools", -1), last.get("system", -1), len(blocks) - 1}
+        breakpoints = sorted((defaults | marked) - {-1})
         cached = 0
         for point in breakpoints:
             for j in range(point, max(-1, point - LOOKBACK), -1):
@@ -132,28 +138,25 @@ def _dump(piece: Any) -> str:
     return json.dumps(piece, sort_keys=True, default=str)
 
 
-def _blocks(payload: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _blocks(payload: dict[str, Any]) -> Iterator[tuple[str, str, bool]]:
     """The payload's pieces in cache order (tools, system, then the messages' content
-    blocks), each rendered with its role and without ``cache_control``, with its kind:
-    ``"tools"``, ``"system"`` or ``"messages"``."""
+    blocks), each rendered with its role and without ``cache_control``, with its kind
+    (``"tools"``, ``"system"`` or ``"messages"``) and whether it carries
+    ``cache_control`` (a breakpoint)."""
     for tool in payload.get("tools") or ():
-        yield "tools", _dump({k: v for k, v in tool.items() if k != "cache_control"})
+        yield "tools", _dump({k: v for k, v in tool.items() if k != "cache_control"}), False
     system = payload.get("system")
-    for block in _content(system) if system else []:
-        yield "system", _dump({"role": "system", **block})
+    for block, mark in _content(system) if system else []:
+        yield "system", _dump({"role": "system", **block}), mark
     for message in payload["messages"]:
-        for block in _content(message["content"]):
-            yield "messages", _dump({"role": message["role"], **block})
+        for block, mark in _content(message["content"]):
+            yield "messages", _dump({"role": message["role"], **block}), mark
 
 
-def _content(content: str | list[Any]) -> list[dict[str, Any]]:
+def _content(content: str | list[Any]) -> list[tuple[dict[str, Any], bool]]:
     if isinstance(content, str):  # a string is one text block
-        return [{"type": "text", "text": content}]
+        return [({"type": "text", "text": content}, False)]
+    blocks = [b if isinstance(b, dict) else {"text": str(b)} for b in content]
     return [
-        {
-            k: v
-            for k, v in (b if isinstance(b, dict) else {"text": str(b)}).items()
-            if k != "cache_control"
-        }
-        for b in content
+        ({k: v for k, v in b.items() if k != "cache_control"}, "cache_control" in b) for b in blocks
     ]

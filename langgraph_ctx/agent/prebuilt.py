@@ -135,6 +135,13 @@ class AgentOptions(TypedDict, total=False):
     prompt as the history has it (not every provider accepts it). Recall, the
     thought and the thinking instructions go into the last user message
     (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
+    cache_breakpoints: bool
+    """``True``: with an Anthropic model (``langchain_anthropic``), each call's
+    prompt marks Anthropic's cache breakpoints: the end of the leading system
+    message (system prompt and summaries), the end of ARC's memory, and the end
+    of the prompt (the request's ``cache_control``). Anthropic caches nothing
+    unmarked; other providers cache by themselves and get no marks. ``False``:
+    no marks (add your own)."""
     recall_refresh: RecallRefresh
     """``"delta"``: each turn's user message keeps the recall lines it brought that
     no earlier turn showed, byte-identical until the next compression, so a
@@ -298,6 +305,8 @@ def _check_options(options: AgentOptions) -> None:
         check_int("tool_capacity", options["tool_capacity"], least=0)
     if "placement" in options:
         check_placement(options["placement"], "placement")
+    if "cache_breakpoints" in options:
+        check_bool("cache_breakpoints", options["cache_breakpoints"])
     if options.get("recall_refresh", "delta") not in REFRESHES:
         raise ConfigurationError(
             "recall_refresh",
@@ -378,7 +387,12 @@ def _graph(
 ) -> StateGraph[Any, Any, Any, Any]:
     builder = StateGraph(schema)
     builder.add_node("fetch_tools", fetch_tools_node(registry))
-    builder.add_node("call_llm", call_llm_node(model, system_prompt=options.get("system_prompt")))
+    call_llm = call_llm_node(
+        model,
+        system_prompt=options.get("system_prompt"),
+        cache_breakpoints=options.get("cache_breakpoints", True),
+    )
+    builder.add_node("call_llm", call_llm)
     builder.add_node("tools", tools_node(registry))
     builder.add_edge("fetch_tools", "call_llm")
     builder.add_conditional_edges("call_llm", tools_condition, {"tools": "tools", END: END})

@@ -67,6 +67,7 @@ from typing_extensions import NotRequired
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
+from langgraph_ctx.middleware._breakpoints import is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import (
@@ -270,6 +271,10 @@ def _shape(
     # placement leads with is the request's system message again.
     system = [request.system_message] if request.system_message is not None else []
     placed = place_messages([*system, *messages], mode)
+    if is_anthropic(request.model):
+        # The end of ARC's memory: what AnthropicPromptCachingMiddleware (tools, the
+        # system message, the tail: three, kept free) does not mark.
+        placed = mark_breakpoints(placed, system=False, reserved=3)
     head = placed[0] if placed and isinstance(placed[0], SystemMessage) else None
     rest = cast(list[AnyMessage], placed[1:] if head is not None else placed)
     return request.override(system_message=head, messages=rest, tools=list(ctx.tools))

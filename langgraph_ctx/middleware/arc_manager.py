@@ -54,7 +54,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.compression import _prepare
 from langgraph_ctx.edits import EditOp, note, protected_ids
-from langgraph_ctx.markers import KEY, pin
+from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
@@ -457,13 +457,18 @@ def _grown(memory: BaseMessage, entry: str, ctx: CallContext) -> _Grown | None:
         tokens = before + counter.count_text(f"{last}\n{entry}") - counter.count_text(last)
     else:  # the placeholder goes: title and entry are all there is to count
         tokens = counter.count_message(HumanMessage(text))
+    # Each entry is a part of its own, from the line break before it (placement sends
+    # the parts as content blocks): the memory as the previous call sent it, its last
+    # part included, stays a block boundary this call, where a cache keyed on blocks
+    # (Anthropic's) finds it.
+    parts = {PARTS: grown_parts(memory, len(text) - len(entry) - 1)} if body else {}
     grown = memory.model_copy(
         update={
             "content": text,
             "id": f"{MEMORY_ID}-{digest[:16]}",
             "additional_kwargs": {
                 **memory.additional_kwargs,
-                KEY: {**kept, "arc": {"kind": "memory", "tokens": tokens}},
+                KEY: {**kept, **parts, "arc": {"kind": "memory", "tokens": tokens}},
             },
         }
     )

@@ -26,6 +26,11 @@ prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
   user turn after a tool result it would reject.
 - a ``[plan]`` note (an assistant message) is folded into the assistant message
   right after it, so no provider sees two assistant turns in a row.
+- a message that grows by appending (ARC's interaction memory, marked with
+  where each part starts: :func:`~langgraph_ctx.markers.appended_parts`) is sent
+  as one text block per part, the same text: the previous call's version of it
+  then ends at a block boundary, the only place Anthropic's cache looks for an
+  entry (:mod:`~langgraph_ctx.middleware._breakpoints` marks it there).
 
 Tool calls and their results, pinned messages and compacted tool results are
 left as they are. ``"none"`` leaves the prompt untouched.
@@ -54,7 +59,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, is_ephemeral
+from langgraph_ctx.markers import KEY, appended_parts, is_ephemeral
 from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
 from langgraph_ctx.middleware._recall_refresh import (
     DEFAULT_PER_TURN,
@@ -213,7 +218,17 @@ def place_messages(
             deferred = []
     body += _pair(deferred) if deferred else []
     head = [_merge_system(lead)] if lead else []
-    return [*head, *_with_per_call(_fold_notes(body), per_call)]
+    return [*head, *_with_per_call(_fold_notes([_in_parts(m) for m in body]), per_call)]
+
+
+def _in_parts(m: BaseMessage) -> BaseMessage:
+    """A message that grows by appending (ARC's interaction memory) as one content
+    block per part: the same text, and the previous call's version of it ends at a
+    block boundary, where Anthropic's cache looks for an entry."""
+    parts = appended_parts(m)
+    if parts is None:
+        return m
+    return m.model_copy(update={"content": [{"type": "text", "text": p} for p in parts]})
 
 
 def _pair(stable: Sequence[BaseMessage]) -> list[BaseMessage]:

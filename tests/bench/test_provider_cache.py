@@ -124,3 +124,29 @@ def test_the_tools_come_first_so_reordering_them_loses_the_whole_prompt() -> Non
     oa, _, an, _ = measure(moved, grown, [*tools[1:], tools[0]])
     assert an == 0  # tools are first in Anthropic's cache order
     assert oa < MINIMUM  # and in OpenAI's request, before every message
+
+
+def test_a_message_grown_by_parts_is_served_up_to_where_the_previous_call_ended_it() -> None:
+    # ARC's shape: a memory that gains an entry each call, then the latest
+    # interaction, replaced each call. The memory's end is marked (mark_breakpoints,
+    # as call_llm sends it to Anthropic), so the previous call's entry is found
+    # there; sent as one block, nothing after the system block would be.
+    from langgraph_ctx.markers import KEY, PARTS
+    from langgraph_ctx.middleware.placement import place_messages
+
+    def prompt(entries: int, grows: bool) -> list[BaseMessage]:
+        text = "[Interaction memory]" + "".join(f"\n(t{i}) " + words(80) for i in range(entries))
+        starts = [i for i, c in enumerate(text) if c == "\n"][1:]
+        marks = {KEY: {PARTS: starts}} if grows else {}
+        memory = HumanMessage(text, additional_kwargs=marks)
+        latest = [AIMessage(f"Step {entries}: " + words(300)), HumanMessage("Go on.")]
+        return place_messages([SYSTEM, HumanMessage("The task."), memory, *latest])
+
+    for grows in (True, False):
+        m = meters()
+        measure(m, prompt(20, grows))
+        served = [measure(m, prompt(n, grows))[2] for n in range(21, 25)]
+        # The previous call's prompt up to its memory's end: its tokens alone.
+        ends = [meters().measure(prompt(n - 1, grows)[:3])[3] for n in range(21, 25)]
+        assert ends[0] > MINIMUM
+        assert served == (ends if grows else [0, 0, 0, 0])

@@ -21,11 +21,13 @@ from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
 from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import Budget, MemoryBank, MemoryRecall, PreflightCheck, TieredCompression
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.markers import RECALL_PREFIX, SUMMARY_PREFIX
+from langgraph_ctx.middleware import ReflectiveContextManager
 
 PROMPT = "You are a stock assistant."
 MEMORY = "Rotterdam stock is counted every Monday."
@@ -44,7 +46,10 @@ class OfflineAnthropic(AgentMiddleware):
         assert isinstance(model, ChatAnthropic)
         head = [request.system_message] if request.system_message is not None else []
         messages = [*head, *request.messages]
-        self.payloads.append(model._get_request_payload(messages, **request.model_settings))
+        # The tools as ChatAnthropic binds them (their cache_control included).
+        bound = model.bind_tools(request.tools).kwargs if request.tools else {}  # type: ignore[attr-defined]
+        settings = {**bound, **request.model_settings}
+        self.payloads.append(model._get_request_payload(messages, **settings))
         return ModelResponse(result=[AIMessage("Counted: " + "units in stock " * 30)])
 
 
@@ -91,3 +96,46 @@ def test_the_cache_breakpoint_lands_after_the_summaries_and_before_recall() -> N
         assert (systems[i] == systems[i - 1]) == (headers[i] == headers[i - 1])
     runs = [len(list(g)) for _, g in itertools.groupby(systems)]
     assert len(runs) >= 3 and max(runs[1:]) >= 5  # compressions, each prefix served again
+
+
+def test_inside_create_agent_arc_memory_gets_the_fourth_breakpoint() -> None:
+    # AnthropicPromptCachingMiddleware marks the tools, the system message and the
+    # tail; ContextMiddleware marks where ARC's memory ends (the one place the
+    # previous call's prompt survives), and never a fifth.
+    offline = OfflineAnthropic()
+
+    @tool
+    def lookup(vendor: str) -> str:
+        """The vendor's open invoices."""
+        return f"{vendor}: 3 open invoices"
+
+    agent = create_agent(
+        ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-test"),  # type: ignore[call-arg]
+        [lookup],
+        system_prompt=PROMPT,
+        middleware=[
+            ContextMiddleware(
+                [PreflightCheck(), ReflectiveContextManager(in_background=False)],
+                budget=Budget.for_window(32_000),
+            ),
+            AnthropicPromptCachingMiddleware(),
+            offline,
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "arc"}}
+    for turn in range(8):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: check Vendor {turn}.")]}, config)
+
+    for before, after in itertools.pairwise(offline.payloads[3:]):
+        assert json.dumps(after).count('"cache_control"') == 4  # tools, system, memory, tail
+        [marked] = [
+            b
+            for m in before["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if isinstance(b, dict) and "cache_control" in b
+        ]
+        assert marked["text"].startswith("\n(t")  # the memory's newest entry
+        kept = {k: v for k, v in marked.items() if k != "cache_control"}
+        assert kept in after["messages"][0]["content"]  # still a block of its own

@@ -113,3 +113,25 @@ def run_session(placement: Placement = "system") -> Session:
     summaries = [summary_body(m) for m in history if is_summary(m)]
     calls = [c.messages for c in parent.calls] + [c.messages for c in child.calls]
     return Session(calls, summaries, list(history))
+
+
+@functools.cache
+def run_arc_session() -> tuple[list[tuple[BaseMessage, ...]], list[str]]:
+    """``strategy="arc"`` over a few turns with tools: every model call's messages, and
+    the memory's entries as the last call sent them (one content block each)."""
+    parent = ScriptedChatModel(default=parent_reply, structured_default=THOUGHT)
+    agent = create_context_agent(
+        parent,
+        [get_order],
+        always_include=["get_order"],
+        system_prompt=SYSTEM,
+        budget=Budget.for_window(12_000),
+        strategy="arc",
+        think=False,
+    )
+    config: Any = {"configurable": {"thread_id": "matrix-arc"}}
+    for turn in range(1, 9):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    calls = [c.messages for c in parent.calls]
+    memory = next(m for m in calls[-1] if isinstance(m.content, list))
+    return calls, [b["text"] for b in memory.content if isinstance(b, dict)]

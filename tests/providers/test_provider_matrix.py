@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx.markers import RECALL_PREFIX, SUMMARY_PREFIX
 
-from .session import MEMORY, SYSTEM, run_session
+from .session import MEMORY, SYSTEM, run_arc_session, run_session
 
 Builder = Callable[[list[BaseMessage]], Any]
 
@@ -133,6 +133,17 @@ def test_every_client_accepts_every_call_and_keeps_summary_and_recall(client: st
         assert _escaped(summary.splitlines()[0]) in sent
     assert _escaped(MEMORY) in sent
     assert _escaped(SUMMARY_PREFIX) in sent
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_every_client_accepts_arcs_memory_sent_one_block_per_entry(client: str) -> None:
+    # ARC's memory reaches the model as one content block per entry (so that
+    # Anthropic's cache finds the previous call's memory at a block boundary).
+    calls, entries = run_arc_session()
+    assert len(entries) >= 4 and entries[1].startswith("\n(t")
+    payloads = _payloads(CLIENTS[client](), calls)
+    for entry in entries:
+        assert _escaped(entry.strip()) in payloads[-1]
 
 
 def test_anthropic_refuses_the_history_as_checkpointed() -> None:

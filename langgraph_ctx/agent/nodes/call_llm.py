@@ -8,7 +8,10 @@ reply. The final prompt is placed for the provider
 (:func:`~langgraph_ctx.middleware.placement.place_messages`) as the pipeline's
 :class:`~langgraph_ctx.middleware.ProviderPlacement` chose, or as ``placement``
 says without one (the prebuilt agent runs one: the system prompt and summaries
-in one leading system message, the thought in the last user message). With a
+in one leading system message, the thought in the last user message). With an
+Anthropic model, the prompt carries cache breakpoints where it stops being the
+previous call's (:mod:`~langgraph_ctx.middleware._breakpoints`): Anthropic
+caches nothing unmarked, the other providers need no marks. With a
 thought, a compact note of the plan enters the history next to the reply.
 Provider-reported usage on the reply is what pre-flight calibrates against;
 reply tokens are tallied as actionable tokens.
@@ -23,8 +26,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
+from langgraph_ctx._checks import check_bool
 from langgraph_ctx.agent.nodes.think import current_thought, note
 from langgraph_ctx.markers import KEY
+from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -41,6 +46,7 @@ def call_llm_node(
     tools: Sequence[Any] = (),
     system_prompt: str | None = None,
     placement: Placement | None = None,
+    cache_breakpoints: bool = True,
 ) -> Runnable[Any, dict[str, Any]]:
     """A graph node (sync and async) that calls ``model`` on the current view.
 
@@ -49,10 +55,16 @@ def call_llm_node(
     ``placement``: where summaries and per-call context go when no
     :class:`~langgraph_ctx.middleware.ProviderPlacement` runs on the node
     (``"system"``, ``"pair"``, or ``None``/``"none"`` for the prompt as built).
+    ``cache_breakpoints``: with an Anthropic model (``langchain_anthropic``), mark
+    the prompt cache's breakpoints (:func:`~langgraph_ctx.middleware._breakpoints.mark_breakpoints`
+    and the request's own); ignored for other models.
     """
     counter = TokenCounter()
     if placement is not None:
         check_placement(placement, "call_llm_node.placement")
+    check_bool("call_llm_node.cache_breakpoints", cache_breakpoints)
+    marked = cache_breakpoints and is_anthropic(model)
+    extra: dict[str, Any] = dict(TAIL) if marked else {}
 
     def prepare(state: Mapping[str, Any]) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
         ctx = current_context()
@@ -70,7 +82,8 @@ def call_llm_node(
                 )
             )
         mode = final_placement(placement)
-        return runnable, place_messages(messages, mode) if mode is not None else messages
+        placed = place_messages(messages, mode) if mode is not None else messages
+        return runnable, mark_breakpoints(placed) if marked else placed
 
     def finish(state: Mapping[str, Any], reply: BaseMessage) -> dict[str, Any]:
         thought = current_thought(state)
@@ -82,10 +95,10 @@ def call_llm_node(
 
     def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         runnable, messages = prepare(state)
-        return finish(state, runnable.invoke(messages, config))
+        return finish(state, runnable.invoke(messages, config, **extra))
 
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         runnable, messages = prepare(state)
-        return finish(state, await runnable.ainvoke(messages, config))
+        return finish(state, await runnable.ainvoke(messages, config, **extra))
 
     return RunnableLambda(run, afunc=arun, name="call_llm")

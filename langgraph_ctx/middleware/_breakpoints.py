@@ -1,0 +1,105 @@
+"""Anthropic prompt-cache breakpoints on the prompt a node sends.
+
+OpenAI, Google and the others cache a repeated prompt prefix by themselves.
+Anthropic caches only where a request marks a breakpoint (``cache_control`` on a
+content block, at most four a request), and a later request finds an entry only
+at a block boundary at most 20 blocks before one of its own breakpoints. So the
+breakpoints go where the prompt stops being the same as the previous call's:
+
+- the last block of the leading system message: the system prompt, the
+  summaries and any recall block kept there, the prefix that stays byte-identical
+  from one compression to the next (placement put it there);
+- the last part of a message that grows by appending (ARC's interaction
+  memory, which placement sends as one block per part): what follows it, the
+  latest interaction, is replaced on every call, and without a breakpoint here
+  no entry would ever be written where the memory ends (0% of ARC's prompt
+  cached on Anthropic's rule over 1,000 turns, ``benchmarks/prompt_cache.py``);
+- the end of the prompt: the ``cache_control`` request argument
+  (:data:`TAIL`), which ``ChatAnthropic`` turns into the right form for its
+  transport (top level for the direct API, on the last eligible block for the
+  others), so the next call finds everything this one sent.
+
+Marks already in the prompt (a system prompt of your own with ``cache_control``)
+count against the limit of four, and ours are added only while it holds.
+``LangChain``'s ``AnthropicPromptCachingMiddleware`` does the first and third for
+``create_agent``; :class:`~langgraph_ctx.interop.ContextMiddleware` then adds the
+second.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.markers import KEY, PARTS
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+"""The ``cache_control`` of each breakpoint: Anthropic's 5-minute cache."""
+LIMIT = 4
+"""Breakpoints Anthropic accepts in one request."""
+
+
+def is_anthropic(model: object) -> bool:
+    """Whether ``model`` is a ``langchain_anthropic`` chat model (``ChatAnthropic`` or a
+    subclass). Looked up where it is already imported: a model built from it has
+    imported it, and the package stays optional."""
+    module = sys.modules.get("langchain_anthropic")
+    chat = getattr(module, "ChatAnthropic", None)
+    return chat is not None and isinstance(model, chat)
+
+
+def mark_breakpoints(
+    messages: Sequence[BaseMessage], *, system: bool = True, reserved: int = 1
+) -> list[BaseMessage]:
+    """``messages`` with ``cache_control`` on the last block of the leading system
+    message (``system``) and on the last part of the last message that grows by
+    appending (see the module docstring), as far as the limit of four allows with
+    the marks already there and the ``reserved`` ones the request adds elsewhere
+    (the tail's, :data:`TAIL`). Messages it marks are copies; the others are the
+    same objects."""
+    out = list(messages)
+    room = LIMIT - sum(_marks(m) for m in out) - reserved
+    targets = []
+    if system and out and out[0].type == "system":
+        targets.append(0)
+    grown = [j for j, m in enumerate(out) if _grows(m)]
+    if grown:
+        targets.append(grown[-1])
+    for j in targets:
+        if room <= 0:
+            break
+        marked = _mark_last_block(out[j])
+        if marked is not out[j]:
+            out[j] = marked
+            room -= 1
+    return out
+
+
+def _grows(m: BaseMessage) -> bool:
+    marks = m.additional_kwargs.get(KEY)
+    return isinstance(marks, dict) and bool(marks.get(PARTS)) and isinstance(m.content, list)
+
+
+def _marks(m: BaseMessage) -> int:
+    if isinstance(m.content, str):
+        return 0
+    return sum(1 for b in m.content if isinstance(b, dict) and "cache_control" in b)
+
+
+def _mark_last_block(m: BaseMessage) -> BaseMessage:
+    content: list[Any] = (
+        [{"type": "text", "text": m.content}] if isinstance(m.content, str) else list(m.content)
+    )
+    if not content or not isinstance(content[-1], dict) or "cache_control" in content[-1]:
+        return m
+    if content[-1].get("type") != "text" or not content[-1].get("text"):
+        return m  # an image or an empty block: leave the prompt as it is
+    content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
+    return m.model_copy(update={"content": content})
+
+
+TAIL: dict[str, Any] = {"cache_control": EPHEMERAL}
+"""The model call's keyword argument for the breakpoint at the end of the prompt."""
