@@ -20,8 +20,8 @@ SUMMARY_PREFIX = "[Conversation Summary]"
 RECALL_PREFIX = "[Recalled Memory]"
 COMPACTED_PREFIX = "[Compacted tool result]"
 PARTS = "parts"
-"""Mark of a message that grows by appending: where each appended part starts
-(:func:`appended_parts`)."""
+"""Mark of a message that grows by appending: where each appended part starts, an
+empty list while it is one part (:func:`appended_parts`)."""
 
 M = TypeVar("M", bound=BaseMessage)
 
@@ -129,13 +129,20 @@ def appended_parts(message: BaseMessage) -> list[str] | None:
     boundaries (Anthropic's) then finds the message as the previous call sent it,
     whole, at the boundary before the newest part."""
     offsets = _marks(message).get(PARTS)
-    if not offsets or not isinstance(message.content, str):
+    if not isinstance(offsets, list) or not isinstance(message.content, str):
         return None
     text = message.content
     cuts = [0, *offsets, len(text)]
     if any(not isinstance(c, int) or not (a < c) for a, c in pairwise(cuts)):
         return None  # not ours, or edited since: send it as one block
     return [text[a:c] for a, c in pairwise(cuts)]
+
+
+def part_count(message: BaseMessage) -> int:
+    """How many parts a message that grows by appending has (its content as text or
+    as the blocks placement made of it); 0 for any other message."""
+    offsets = _marks(message).get(PARTS)
+    return len(offsets) + 1 if isinstance(offsets, list) else 0
 
 
 def grown_parts(message: BaseMessage, start: int) -> list[int]:

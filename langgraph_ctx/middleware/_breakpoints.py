@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.markers import KEY, PARTS
+from langgraph_ctx.markers import part_count
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 """The ``cache_control`` of each breakpoint: Anthropic's 5-minute cache."""
@@ -65,22 +65,18 @@ def mark_breakpoints(
     targets = []
     if system and out and out[0].type == "system":
         targets.append(0)
-    grown = [j for j, m in enumerate(out) if _grows(m)]
+    grown = [j for j, m in enumerate(out) if part_count(m) and isinstance(m.content, list)]
     if grown:
         targets.append(grown[-1])
     for j in targets:
         if room <= 0:
             break
-        marked = _mark_last_block(out[j])
+        # The last part: a per-call block placed after the parts (a thought) is not.
+        marked = _mark_block(out[j], part_count(out[j]) - 1 if j in grown else -1)
         if marked is not out[j]:
             out[j] = marked
             room -= 1
     return out
-
-
-def _grows(m: BaseMessage) -> bool:
-    marks = m.additional_kwargs.get(KEY)
-    return isinstance(marks, dict) and bool(marks.get(PARTS)) and isinstance(m.content, list)
 
 
 def _marks(m: BaseMessage) -> int:
@@ -89,15 +85,20 @@ def _marks(m: BaseMessage) -> int:
     return sum(1 for b in m.content if isinstance(b, dict) and "cache_control" in b)
 
 
-def _mark_last_block(m: BaseMessage) -> BaseMessage:
+def _mark_block(m: BaseMessage, at: int) -> BaseMessage:
+    """``m`` with ``cache_control`` on its block ``at`` (its text as one block if it
+    is a string), if that block is a non-empty text block not marked yet."""
     content: list[Any] = (
         [{"type": "text", "text": m.content}] if isinstance(m.content, str) else list(m.content)
     )
-    if not content or not isinstance(content[-1], dict) or "cache_control" in content[-1]:
+    if not -len(content) <= at < len(content):
         return m
-    if content[-1].get("type") != "text" or not content[-1].get("text"):
+    block = content[at]
+    if not isinstance(block, dict) or "cache_control" in block:
+        return m
+    if block.get("type") != "text" or not block.get("text"):
         return m  # an image or an empty block: leave the prompt as it is
-    content[-1] = {**content[-1], "cache_control": dict(EPHEMERAL)}
+    content[at] = {**block, "cache_control": dict(EPHEMERAL)}
     return m.model_copy(update={"content": content})
 
 

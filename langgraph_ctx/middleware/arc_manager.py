@@ -53,7 +53,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.compression import _prepare
-from langgraph_ctx.edits import EditOp, note, protected_ids
+from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
@@ -75,6 +75,11 @@ class ReflectiveContextManager(RewritingStrategy):
     name = "arc"
     default_nodes = ("call_llm",)
     requires = ()  # folds every turn, whatever the zone
+    protection = "tiers"
+    """What is folded is the code's plan (every interaction before the last), not a
+    model's choice: an interaction goes whole, the think node's ``[plan]`` trace and
+    a later system message with it (archived, like the rest). Under a manager's
+    rules those are kept, and every fold of an agent that thinks was refused."""
 
     def __init__(
         self,
@@ -229,7 +234,9 @@ class ReflectiveContextManager(RewritingStrategy):
             checklist = checklist or _state_message(
                 CHECKLIST_ID, arc.render_checklist(items), _checklist_state(items, StallState())
             )
-            memory = memory or _state_message(MEMORY_ID, arc.render_memory(""), {"kind": "memory"})
+            memory = memory or _state_message(
+                MEMORY_ID, arc.render_memory(""), {"kind": "memory"}, parts=True
+            )
             rest = [m for m in messages[task + 1 :] if m.id not in (checklist.id, memory.id)]
             messages = [*messages[: task + 1], checklist, memory, *rest]
         assert checklist is not None and memory is not None
@@ -320,7 +327,7 @@ class ReflectiveContextManager(RewritingStrategy):
                 None,
                 f"reflection: {reflection.rationale}",
                 arc.render_memory(reflection.memory.strip()),
-                {"arc": {"kind": "memory", "reflected": True}},
+                {"arc": {"kind": "memory", "reflected": True}, PARTS: []},
             ),
             EditOp(
                 (str(after.checklist.id),), None, "reflection", arc.render_checklist(items), marks
@@ -461,7 +468,7 @@ def _grown(memory: BaseMessage, entry: str, ctx: CallContext) -> _Grown | None:
     # the parts as content blocks): the memory as the previous call sent it, its last
     # part included, stays a block boundary this call, where a cache keyed on blocks
     # (Anthropic's) finds it.
-    parts = {PARTS: grown_parts(memory, len(text) - len(entry) - 1)} if body else {}
+    parts = {PARTS: grown_parts(memory, len(text) - len(entry) - 1) if body else []}
     grown = memory.model_copy(
         update={
             "content": text,
@@ -491,16 +498,24 @@ def _checklist_state(items: Sequence[arc.ChecklistItem], stall: StallState) -> d
     return {"kind": "checklist", "items": [i.model_dump() for i in items], "stall": stall.to_json()}
 
 
-def _state_message(message_id: str, text: str, state: dict[str, Any]) -> BaseMessage:
-    return pin(note(HumanMessage(text, id=message_id, additional_kwargs={KEY: {"arc": state}})))
+def _state_message(
+    message_id: str, text: str, state: dict[str, Any], *, parts: bool = False
+) -> BaseMessage:
+    """A pinned note; with ``parts``, one that grows by appending (one part so far),
+    which placement always sends as content blocks: a memory sent as text on one
+    call and as blocks on the next would share no prefix."""
+    marks: dict[str, Any] = {"arc": state, **({PARTS: []} if parts else {})}
+    return pin(note(HumanMessage(text, id=message_id, additional_kwargs={KEY: marks})))
 
 
 def _interactions(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
     """``messages`` cut before each agent message: one interaction each (what comes
-    before the first agent message is one too)."""
+    before the first agent message is one too). The think node's ``[plan]`` trace
+    and the reply it was made for are one agent message, as placement sends them."""
     out: list[list[BaseMessage]] = []
     for m in messages:
-        if isinstance(m, AIMessage) or not out:
+        planned = bool(out) and isinstance(out[-1][-1], AIMessage) and is_note(out[-1][-1])
+        if (isinstance(m, AIMessage) and not planned) or not out:
             out.append([m])
         else:
             out[-1].append(m)

@@ -59,7 +59,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, appended_parts, is_ephemeral
+from langgraph_ctx.markers import KEY, appended_parts, is_ephemeral, part_count
 from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
 from langgraph_ctx.middleware._recall_refresh import (
     DEFAULT_PER_TURN,
@@ -253,7 +253,11 @@ def _with_per_call(body: list[BaseMessage], per_call: Sequence[BaseMessage]) -> 
     if at is None:  # nothing to attach it to: it closes the prompt as a user message
         return [*body, HumanMessage(block, additional_kwargs={KEY: {"placed": True}})]
     last = body[at]
-    merged = last.model_copy(update={"content": join_contents([block, last.content])})
+    # In front of the user's text; after the parts of a message that grows by
+    # appending (ARC's memory, the last user message within a tool loop), whose
+    # earlier parts must stay where the previous call had them.
+    contents = [last.content, block] if part_count(last) else [block, last.content]
+    merged = last.model_copy(update={"content": join_contents(contents)})
     return [*body[:at], merged, *body[at + 1 :]]
 
 

@@ -353,3 +353,46 @@ async def test_under_ainvoke_a_chat_model_manager_folds_on_the_loop() -> None:
     assert not ledger(graph, "arc_update_failed") and not ledger(graph, "arc_update_late")
     memory = model.calls[-1].messages[3].text
     assert memory == f"{MEMORY_TITLE}\n(t1) step 1 folded\n(t2) step 2 folded"
+
+
+def test_an_agent_that_thinks_folds_every_turn_and_reads_each_question_raw() -> None:
+    # create_context_agent thinks by default: a [plan] trace enters the history
+    # before each reply. It goes with its reply into the memory; under a manager's
+    # rules (notes kept) every fold after the first was refused and the history
+    # grew raw.
+    from langgraph_ctx.agent import create_context_agent
+
+    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+        asked = next(m.text for m in reversed(messages) if m.type == "human")
+        return {
+            "hypothesis": f"The user asks: {asked[-50:]}",
+            "confidence": 0.9,
+            "gaps": [],
+            "next_thought_needed": False,
+            "actions": [{"kind": "respond", "detail": asked[:30], "expected_utility": 0.8}],
+        }
+
+    model = ScriptedChatModel(default=lambda m: AIMessage(f"Carrier of order {len(m)}: Maersk."))
+    agent = create_context_agent(
+        model,
+        strategy="arc",
+        system_prompt=SYSTEM,
+        think_model=ScriptedChatModel(structured_default=thought),
+        budget=Budget.for_window(32_000),
+    )
+    questions = [f"Where is order B-{turn}?" for turn in range(10)]
+    for question in questions:
+        agent.invoke({"messages": [HumanMessage(question)]}, cfg())
+
+    state = agent.get_state(cfg()).values
+    assert not [e for e in state["context_ledger"] if e["kind"] == "edit_rejected"]
+    # Task, checklist, memory, the last interaction (plan, reply, question) and the
+    # last turn's plan and reply, folded on the next call. Every question between
+    # the first and the last is in the memory.
+    live = state["messages"]
+    assert len(live) == 8, texts(live)
+    memory = next(m for m in live if m.text.startswith(MEMORY_TITLE))
+    assert all(q in memory.text for q in questions[1:-1])
+    for k, call in enumerate(model.calls[1:], start=1):  # each question raw in its call
+        last = next(m for m in reversed(call.messages) if m.type == "human")
+        assert last.text.endswith(questions[k])

@@ -40,7 +40,9 @@ class OfflineAnthropic(anthropic.ChatAnthropic):  # type: ignore[misc]
     def _generate(self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any) -> ChatResult:
         kwargs.pop("run_manager", None)
         self._payloads.append(self._get_request_payload(messages, stop=stop, **kwargs))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("Checked. " * 12))])
+        n = len(self._payloads)  # a new finding each call: no stall, so no reflection
+        reply = AIMessage(f"Vendor {n}: invoice INV-{n:04d} totals ${1_000 + n}.00, checked.")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     @property
     def payloads(self) -> list[dict[str, Any]]:
@@ -52,9 +54,9 @@ def offline() -> OfflineAnthropic:
 
 
 def run_arc(model: Any, **options: Any) -> Any:
+    options = {"think": False, **options}
     agent = create_context_agent(
         model,
-        think=False,
         strategy="arc",
         system_prompt=SYSTEM,
         budget=Budget.for_window(32_000),
@@ -98,9 +100,26 @@ def test_each_call_marks_the_stable_prefix_the_end_of_the_memory_and_the_tail() 
         assert breakpoints(payload) <= LIMIT
 
 
-def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary() -> None:
+def thought(messages: list[BaseMessage]) -> dict[str, Any]:
+    asked = next(m.text for m in reversed(messages) if m.type == "human")
+    return {
+        "hypothesis": f"The user asks: {asked[-60:]}",
+        "confidence": 0.9,
+        "gaps": [],
+        "next_thought_needed": False,
+        "actions": [{"kind": "respond", "detail": asked[:40], "expected_utility": 0.8}],
+    }
+
+
+@pytest.mark.parametrize("think", [False, True])
+def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary(
+    think: bool,
+) -> None:
+    # With think on, the thought (per-call) joins the last user message, which in
+    # ARC's layout can be the memory itself: it goes after the memory's parts.
     model = offline()
-    live = run_arc(model)
+    thinker = ScriptedChatModel(structured_default=thought)
+    live = run_arc(model, think=think, think_model=thinker)
     served = 0
     for before, after in zip(model.payloads[3:], model.payloads[4:], strict=False):
         a, b = blocks(before), blocks(after)
@@ -112,10 +131,13 @@ def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary() 
     # The model reads the memory as the checkpoint holds it: the blocks join to its text.
     memory = next(m for m in live if PARTS in (m.additional_kwargs.get(KEY) or {}))
     last = model.payloads[-1]["messages"][0]["content"]
-    texts = [b["text"] for b in last if isinstance(b, dict)]
+    texts = [
+        b["text"] for b in last if isinstance(b, dict) and "[Current thought]" not in b["text"]
+    ]
     parts = appended_parts(memory)
     assert parts is not None and len(parts) >= TURNS - 2
     assert "".join(texts[-len(parts) :]) == memory.text
+    assert think == any("[Current thought]" in json.dumps(p) for p in model.payloads)
 
 
 def test_nothing_is_marked_with_cache_breakpoints_off_or_another_model() -> None:
@@ -165,3 +187,5 @@ def test_appended_parts_cut_the_text_where_each_part_starts() -> None:
         edited = HumanMessage(text, additional_kwargs={KEY: {PARTS: bad}})
         assert appended_parts(edited) is None, bad  # sent as one block, never cut wrong
     assert appended_parts(HumanMessage(text)) is None
+    one = HumanMessage(text, additional_kwargs={KEY: {PARTS: []}})  # one part so far
+    assert appended_parts(one) == [text]
