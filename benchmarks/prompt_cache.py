@@ -406,7 +406,8 @@ def _providers_section(rows: list[list[str]]) -> list[str]:
         "payload builders, offline), under each provider's published caching rules "
         "(`benchmarks/harness/provider_cache.py`): OpenAI from 1,024 tokens in 128-token "
         "steps; Anthropic at block boundaries within 20 blocks of a breakpoint on the "
-        "last system block and on the last message, from 1,024 tokens.",
+        "last system block, on the last message and on any block the prompt marks "
+        "(`mark_breakpoints`, as `call_llm` sends it to an Anthropic model), from 1,024 tokens.",
         "",
         *table(head, rows),
         "",
