@@ -19,6 +19,10 @@ KEY = "lgctx"
 SUMMARY_PREFIX = "[Conversation Summary]"
 RECALL_PREFIX = "[Recalled Memory]"
 COMPACTED_PREFIX = "[Compacted tool result]"
+PER_CALL = "per_call"
+"""Mark placement puts on the (per-call) copy of the user message that carries this
+call's per-call context: the prompt is the same as the next call's up to the
+message before it."""
 PARTS = "parts"
 """Mark of a message that grows by appending: where each appended part starts, an
 empty list while it is one part (:func:`appended_parts`)."""

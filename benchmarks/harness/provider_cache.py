@@ -47,11 +47,15 @@ LOOKBACK = 20
 class ProviderMeters:
     """Both meters over one session's calls: ``measure`` each prompt in order."""
 
-    def __init__(self, tokens: Callable[[str], list[int]]) -> None:
+    def __init__(self, tokens: Callable[[str], list[int]], *, marks: bool = True) -> None:
+        """``marks``: send each prompt through ``mark_breakpoints`` first (what
+        ``call_llm`` sends an Anthropic model); ``False``: only the breakpoints
+        ``AnthropicPromptCachingMiddleware`` sets (the last tool, the end of the
+        system block, the end of the prompt)."""
         from langchain_anthropic import ChatAnthropic
         from langchain_openai import ChatOpenAI
 
-        self.tokens = tokens
+        self.tokens, self.marks = tokens, marks
         self.anthropic = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-offline")  # type: ignore[call-arg]
         self.openai = ChatOpenAI(model="gpt-5", api_key="sk-offline")  # type: ignore[arg-type]
         self.previous: list[str] = []
@@ -77,7 +81,8 @@ class ProviderMeters:
             openai = (0, 0)
         try:
             bound = {"tools": [convert_to_anthropic_tool(t) for t in tools]} if tools else {}
-            marked = mark_breakpoints(messages)  # as call_llm sends it to ChatAnthropic
+            # As call_llm sends it to ChatAnthropic.
+            marked = mark_breakpoints(messages) if self.marks else list(messages)
             payload = self.anthropic._get_request_payload(marked, **bound)
             anthropic = self._anthropic(list(_blocks(payload)))
         except ValueError:

@@ -137,9 +137,11 @@ class AgentOptions(TypedDict, total=False):
     (see :class:`~langgraph_ctx.middleware.ProviderPlacement`)."""
     cache_breakpoints: bool
     """``True``: with an Anthropic model (``langchain_anthropic``), each call's
-    prompt marks Anthropic's cache breakpoints: the end of the leading system
-    message (system prompt and summaries), the end of ARC's memory, and the end
-    of the prompt (the request's ``cache_control``). Anthropic caches nothing
+    prompt (``call_llm``'s and ``think``'s) marks Anthropic's cache breakpoints:
+    the end of the leading system message (system prompt and summaries), the end
+    of ARC's memory, the end of the message before this call's per-call context
+    (the thought, recall with ``recall_refresh="call"``), and the end of the
+    prompt (the request's ``cache_control``). Anthropic caches nothing
     unmarked; other providers cache by themselves and get no marks. ``False``:
     no marks (add your own)."""
     recall_refresh: RecallRefresh
@@ -402,6 +404,7 @@ def _graph(
             options.get("think_model") or model,
             settings,
             system_prompt=options.get("system_prompt"),
+            cache_breakpoints=options.get("cache_breakpoints", True),
         )
         builder.add_node("think", think)
         builder.add_edge(START, "think")

@@ -14,6 +14,13 @@ breakpoints go where the prompt stops being the same as the previous call's:
   latest interaction, is replaced on every call, and without a breakpoint here
   no entry would ever be written where the memory ends (0% of ARC's prompt
   cached on Anthropic's rule over 1,000 turns, ``benchmarks/prompt_cache.py``);
+- the last block of the message before the one that carries this call's
+  per-call context (the current thought, the thinking instructions, recall with
+  ``recall_refresh="call"``: placement marks it :data:`~langgraph_ctx.markers.PER_CALL`).
+  The next turn sends that user message without it, so an entry written at the
+  end of this prompt is never found again; without this breakpoint, an agent
+  that thinks (the prebuilt agent's default) kept 49% of its prompt cached
+  against 98% without thinking;
 - the end of the prompt: the ``cache_control`` request argument
   (:data:`TAIL`), which ``ChatAnthropic`` turns into the right form for its
   transport (top level for the direct API, on the last eligible block for the
@@ -21,9 +28,11 @@ breakpoints go where the prompt stops being the same as the previous call's:
 
 Marks already in the prompt (a system prompt of your own with ``cache_control``)
 count against the limit of four, and ours are added only while it holds.
-``LangChain``'s ``AnthropicPromptCachingMiddleware`` does the first and third for
-``create_agent``; :class:`~langgraph_ctx.interop.ContextMiddleware` then adds the
-second.
+They are added in this order: the system message, the memory, the message
+before the per-call context. ``LangChain``'s ``AnthropicPromptCachingMiddleware``
+marks the system message and the tail (and the tools) for ``create_agent``;
+:class:`~langgraph_ctx.interop.ContextMiddleware` then adds the fourth, the
+memory's or else the one before the per-call context.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.markers import part_count
+from langgraph_ctx.markers import KEY, PER_CALL, part_count
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 """The ``cache_control`` of each breakpoint: Anthropic's 5-minute cache."""
@@ -55,8 +64,9 @@ def mark_breakpoints(
     messages: Sequence[BaseMessage], *, system: bool = True, reserved: int = 1
 ) -> list[BaseMessage]:
     """``messages`` with ``cache_control`` on the last block of the leading system
-    message (``system``) and on the last part of the last message that grows by
-    appending (see the module docstring), as far as the limit of four allows with
+    message (``system``), on the last part of the last message that grows by
+    appending and on the last block of the message before the per-call context
+    (see the module docstring), as far as the limit of four allows with
     the marks already there and the ``reserved`` ones the request adds elsewhere
     (the tail's, :data:`TAIL`). Messages it marks are copies; the others are the
     same objects."""
@@ -68,6 +78,11 @@ def mark_breakpoints(
     grown = [j for j, m in enumerate(out) if part_count(m) and isinstance(m.content, list)]
     if grown:
         targets.append(grown[-1])
+    carrier = next((j for j, m in enumerate(out) if _marks_of(m).get(PER_CALL)), None)
+    # The last message the next call sends as it is (a memory carrying it is marked
+    # on its last part, before the per-call block, already).
+    if carrier is not None and carrier not in grown and carrier - 1 not in (0, *targets):
+        targets.append(carrier - 1)
     for j in targets:
         if room <= 0:
             break
@@ -77,6 +92,11 @@ def mark_breakpoints(
             out[j] = marked
             room -= 1
     return out
+
+
+def _marks_of(m: BaseMessage) -> dict[str, Any]:
+    marks = m.additional_kwargs.get(KEY)
+    return marks if isinstance(marks, dict) else {}
 
 
 def _marks(m: BaseMessage) -> int:

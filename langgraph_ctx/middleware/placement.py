@@ -59,7 +59,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, appended_parts, is_ephemeral, part_count
+from langgraph_ctx.markers import KEY, PER_CALL, appended_parts, is_ephemeral, part_count
 from langgraph_ctx.middleware._content import is_stable_system, join_contents, text_of
 from langgraph_ctx.middleware._recall_refresh import (
     DEFAULT_PER_TURN,
@@ -257,7 +257,13 @@ def _with_per_call(body: list[BaseMessage], per_call: Sequence[BaseMessage]) -> 
     # appending (ARC's memory, the last user message within a tool loop), whose
     # earlier parts must stay where the previous call had them.
     contents = [last.content, block] if part_count(last) else [block, last.content]
-    merged = last.model_copy(update={"content": join_contents(contents)})
+    marks = {**(last.additional_kwargs.get(KEY) or {}), PER_CALL: True}
+    merged = last.model_copy(
+        update={
+            "content": join_contents(contents),
+            "additional_kwargs": {**last.additional_kwargs, KEY: marks},
+        }
+    )
     return [*body[:at], merged, *body[at + 1 :]]
 
 

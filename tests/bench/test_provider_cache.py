@@ -150,3 +150,68 @@ def test_a_message_grown_by_parts_is_served_up_to_where_the_previous_call_ended_
         ends = [meters().measure(prompt(n - 1, grows)[:3])[3] for n in range(21, 25)]
         assert ends[0] > MINIMUM
         assert served == (ends if grows else [0, 0, 0, 0])
+
+
+def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> None:
+    # The thought rides in the turn's user message for this call only; the next
+    # turn sends that message without it, so no entry written at the end of a
+    # prompt is found again. The breakpoint on the message before it is.
+    from langchain_anthropic import ChatAnthropic
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from pydantic import PrivateAttr
+
+    from langgraph_ctx import Budget
+    from langgraph_ctx.agent import create_context_agent
+    from langgraph_ctx.testing import ScriptedChatModel
+
+    @tool
+    def get_order(order_id: str) -> str:
+        """Fetch an order."""
+        return f"{order_id}: " + "scanned at hub; " * 150
+
+    class Recording(ChatAnthropic):  # type: ignore[misc]
+        _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> Any:
+            self._prompts.append(list(messages))
+            n, last = len(self._prompts), messages[-1]
+            call = {"name": "get_order", "args": {"order_id": f"ORD-{n}"}, "id": f"c{n}"}
+            calls = [] if last.type == "tool" else [call]
+            reply = AIMessage(f"Found: {last.text[:40]}", tool_calls=calls)
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+        asked = next(m.text for m in reversed(messages) if m.type == "human")
+        return {
+            "hypothesis": asked[-60:],
+            "confidence": 0.9,
+            "gaps": [],
+            "next_thought_needed": False,
+            "actions": [{"kind": "tool_call", "detail": "get_order", "expected_utility": 0.8}],
+        }
+
+    served = {}
+    for think in (False, True):
+        model = Recording(model="claude-sonnet-4-5", api_key="sk-ant-offline")
+        agent = create_context_agent(
+            model,
+            [get_order],
+            always_include=["get_order"],
+            system_prompt=SYSTEM.text,
+            budget=Budget.for_window(64_000),
+            think=think,
+            think_model=ScriptedChatModel(structured_default=thought),
+        )
+        for turn in range(20):
+            ask = f"Turn {turn}: where is order ORD-{turn}?"
+            agent.invoke({"messages": [HumanMessage(ask)]}, {"configurable": {"thread_id": "t"}})
+        m, tools = meters(), [convert_to_openai_tool(get_order)]
+        cached = total = 0
+        for prompt in model._prompts[4:]:
+            _, _, hit, sent = m.measure(prompt, tools)
+            cached, total = cached + hit, total + sent
+        served[think] = cached / total
+    assert served[False] > 0.9
+    assert served[True] > served[False] - 0.05  # was 49% against 98% without thinking

@@ -95,9 +95,15 @@ def test_each_call_marks_the_stable_prefix_the_end_of_the_memory_and_the_tail() 
         system = payload["system"]
         assert system[-1]["text"] == SYSTEM and system[-1]["cache_control"]["type"] == "ephemeral"
         marked = [text for text, mark in blocks(payload)[len(system) :] if mark]
-        assert len(marked) == 1 and "(t" in marked[0]  # the memory's newest entry
+        assert memory_end(marked) == len(marked) - 1  # the memory's newest entry, last
         assert payload["cache_control"] == {"type": "ephemeral"}  # the tail: the direct API's
         assert breakpoints(payload) <= LIMIT
+
+
+def memory_end(marked: list[str]) -> int:
+    """Which of the marked blocks (rendered by :func:`blocks`) is the memory's last part."""
+    [at] = [j for j, t in enumerate(marked) if t.startswith("user") and '"text": "\\n(t' in t]
+    return at
 
 
 def thought(messages: list[BaseMessage]) -> dict[str, Any]:
@@ -123,7 +129,8 @@ def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary(
     served = 0
     for before, after in zip(model.payloads[3:], model.payloads[4:], strict=False):
         a, b = blocks(before), blocks(after)
-        end = max(j for j, (_, mark) in enumerate(a) if mark)  # the memory's end, marked
+        marked = [j for j, (_, mark) in enumerate(a) if mark]
+        end = marked[memory_end([a[j][0] for j in marked])]  # the memory's end
         assert [t for t, _ in b[: end + 1]] == [t for t, _ in a[: end + 1]]
         assert any(mark for _, mark in b[end + 1 :])  # and this call marks its own, later
         served += 1

@@ -28,9 +28,10 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._checks import check_int, check_number
+from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY
+from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -149,6 +150,7 @@ def think_node(
     *,
     system_prompt: str | None = None,
     placement: Placement | None = None,
+    cache_breakpoints: bool = True,
 ) -> Runnable[Any, dict[str, Any]]:
     """A graph node (sync and async) producing one :class:`Thought` per run.
 
@@ -156,10 +158,15 @@ def think_node(
     both nodes' prompts share one prefix (what a provider's prompt cache serves).
     ``placement``: as for :func:`~langgraph_ctx.agent.nodes.call_llm_node`; the
     thinking instructions are per-call context, placed in the last user message.
+    ``cache_breakpoints``: with an Anthropic model, the prompt marks the cache's
+    breakpoints as ``call_llm``'s does (a thought is a call with the whole history).
     """
     settings = settings or ThinkSettings()
     if placement is not None:
         check_placement(placement, "think_node.placement")
+    check_bool("think_node.cache_breakpoints", cache_breakpoints)
+    marked = cache_breakpoints and is_anthropic(model)
+    extra: dict[str, Any] = dict(TAIL) if marked else {}
     counter = TokenCounter()
     structured = model.with_structured_output(Thought)
 
@@ -194,7 +201,8 @@ def think_node(
         head = [SystemMessage(system_prompt)] if system_prompt else []
         messages = [*head, *(state.get("messages") or []), *notes]
         mode = final_placement(placement)
-        return place_messages(messages, mode) if mode is not None else messages
+        placed = place_messages(messages, mode) if mode is not None else messages
+        return mark_breakpoints(placed) if marked else placed
 
     def finish(state: Mapping[str, Any], thought: Thought, *, called: bool) -> dict[str, Any]:
         messages = state.get("messages") or []
@@ -221,13 +229,14 @@ def think_node(
         updated = after_tools(state)
         if updated is not None and updated.confidence >= settings.tau:
             return finish(state, updated, called=False)
-        return finish(state, _as_thought(structured.invoke(prompt(state), config)), called=True)
+        reply = structured.invoke(prompt(state), config, **extra)
+        return finish(state, _as_thought(reply), called=True)
 
     async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
         updated = after_tools(state)
         if updated is not None and updated.confidence >= settings.tau:
             return finish(state, updated, called=False)
-        reply = await structured.ainvoke(prompt(state), config)
+        reply = await structured.ainvoke(prompt(state), config, **extra)
         return finish(state, _as_thought(reply), called=True)
 
     return RunnableLambda(run, afunc=arun, name="think")
