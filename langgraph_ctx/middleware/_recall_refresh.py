@@ -60,7 +60,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx.markers import KEY, is_recall_block
+from langgraph_ctx.markers import KEY, is_recall_block, part_count
 from langgraph_ctx.middleware._content import (
     is_stable_system,
     join_contents,
@@ -129,8 +129,12 @@ def delta_recall(
     at = next((j for j, m in enumerate(out) if is_recall_block(m)), None)
     fresh = out.pop(at) if at is not None else None
     human = next((m for m in reversed(out) if m.type == "human"), None)
-    if human is None or not human.id:
-        return list(messages)  # nothing to anchor a block to: per-call context
+    if human is None or not human.id or part_count(human):
+        # Nothing to anchor a block to, or only a message rewritten on every call
+        # (ARC's memory, the last user message within a tool loop): this call's
+        # block is per-call context, and what earlier calls kept is not sent.
+        release(ctx)
+        return list(messages)
     signature = stable_signature(out)
     shown: _Shown | None = ctx.session.scratch.get(_SHOWN)
     saved = _saved(ctx)

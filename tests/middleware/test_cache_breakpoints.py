@@ -196,3 +196,49 @@ def test_appended_parts_cut_the_text_where_each_part_starts() -> None:
     assert appended_parts(HumanMessage(text)) is None
     one = HumanMessage(text, additional_kwargs={KEY: {PARTS: []}})  # one part so far
     assert appended_parts(one) == [text]
+
+
+def test_recall_never_anchors_in_arcs_memory() -> None:
+    # Within a tool loop ARC has folded the turn's user message into the memory,
+    # which is then the last user message. Rewritten every call, it is no anchor
+    # for recall's kept lines ("delta"): the block is per-call there, after the
+    # memory's parts, which stay where the previous call had them.
+    from langchain_core.tools import tool
+
+    from langgraph_ctx.markers import RECALL_PREFIX
+    from langgraph_ctx.strategies.arc import MEMORY_TITLE
+
+    @tool
+    def get_order(order_id: str) -> str:
+        """Fetch an order."""
+        return f"{order_id}: carrier DHL, booking BKG-{order_id[-3:]}; " + "scanned; " * 100
+
+    def act(messages: list[BaseMessage]) -> AIMessage:
+        if messages[-1].type == "tool":
+            return AIMessage(f"Found {messages[-1].text[:30]}")
+        call = {"name": "get_order", "args": {"order_id": f"ORD-{len(messages):03d}"}}
+        return AIMessage("", tool_calls=[{**call, "id": f"c{len(messages)}"}])
+
+    model = ScriptedChatModel(default=act)
+    agent = create_context_agent(
+        model,
+        [get_order],
+        always_include=["get_order"],
+        strategy="arc",
+        recall=True,
+        think=False,
+        budget=Budget.for_window(16_000),
+    )
+    config: Any = {"configurable": {"thread_id": "arc-recall"}}
+    for turn in range(12):
+        ask = f"Turn {turn}: what is the booking for ORD-{turn:03d}?"
+        agent.invoke({"messages": [HumanMessage(ask)]}, config)
+
+    in_memory = 0
+    for call in model.calls:
+        memory = next(m for m in call.messages if MEMORY_TITLE in m.text)
+        assert memory.text.startswith(MEMORY_TITLE)
+        if memory is next(m for m in reversed(call.messages) if m.type == "human"):
+            assert isinstance(memory.content, list)
+            in_memory += RECALL_PREFIX in memory.content[-1]["text"]  # after the parts
+    assert in_memory >= 3
