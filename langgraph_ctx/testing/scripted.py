@@ -208,3 +208,26 @@ def _schema_tool(schema: Any, name: str) -> dict[str, Any]:
 
 def _is_openai_tool(tool: Any) -> bool:
     return isinstance(tool, dict) and tool.get("type") == "function" and "function" in tool
+
+
+def thought_about_the_question(
+    kind: str = "respond", detail: str | None = None
+) -> Callable[[Sequence[BaseMessage]], dict[str, Any]]:
+    """A ``structured_default`` for a scripted ``think`` model: a confident thought
+    (0.9, nothing missing) whose hypothesis quotes the latest user message, so each
+    turn's thought differs, as a real model's would, and suggests one action
+    (``kind``: ``"tool_call"``, ``"clarify"`` or ``"respond"``; ``detail``, else the
+    question's start)."""
+
+    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
+        asked = next((m.text for m in reversed(messages) if m.type == "human"), "")
+        action = {"kind": kind, "detail": detail or asked[:40], "expected_utility": 0.8}
+        return {
+            "hypothesis": f"The user asks: {asked[-60:]}",
+            "confidence": 0.9,
+            "gaps": [],
+            "next_thought_needed": False,
+            "actions": [action],
+        }
+
+    return thought

@@ -164,7 +164,7 @@ def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> No
 
     from langgraph_ctx import Budget
     from langgraph_ctx.agent import create_context_agent
-    from langgraph_ctx.testing import ScriptedChatModel
+    from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 
     @tool
     def get_order(order_id: str) -> str:
@@ -182,16 +182,6 @@ def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> No
             reply = AIMessage(f"Found: {last.text[:40]}", tool_calls=calls)
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
-    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
-        asked = next(m.text for m in reversed(messages) if m.type == "human")
-        return {
-            "hypothesis": asked[-60:],
-            "confidence": 0.9,
-            "gaps": [],
-            "next_thought_needed": False,
-            "actions": [{"kind": "tool_call", "detail": "get_order", "expected_utility": 0.8}],
-        }
-
     served = {}
     for think in (False, True):
         model = Recording(model="claude-sonnet-4-5", api_key="sk-ant-offline")
@@ -202,7 +192,9 @@ def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> No
             system_prompt=SYSTEM.text,
             budget=Budget.for_window(64_000),
             think=think,
-            think_model=ScriptedChatModel(structured_default=thought),
+            think_model=ScriptedChatModel(
+                structured_default=thought_about_the_question("tool_call", "get_order")
+            ),
         )
         for turn in range(20):
             ask = f"Turn {turn}: where is order ORD-{turn}?"

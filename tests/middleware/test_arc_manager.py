@@ -36,7 +36,7 @@ from langgraph_ctx.strategies import (
     OfflineArcManager,
     UpdateRequest,
 )
-from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 
 TASK = "Find the carrier of orders A-1, A-2 and A-3. Each must ship before 2026-03-01."
 SYSTEM = "You are a logistics agent."
@@ -362,22 +362,12 @@ def test_an_agent_that_thinks_folds_every_turn_and_reads_each_question_raw() -> 
     # grew raw.
     from langgraph_ctx.agent import create_context_agent
 
-    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
-        asked = next(m.text for m in reversed(messages) if m.type == "human")
-        return {
-            "hypothesis": f"The user asks: {asked[-50:]}",
-            "confidence": 0.9,
-            "gaps": [],
-            "next_thought_needed": False,
-            "actions": [{"kind": "respond", "detail": asked[:30], "expected_utility": 0.8}],
-        }
-
     model = ScriptedChatModel(default=lambda m: AIMessage(f"Carrier of order {len(m)}: Maersk."))
     agent = create_context_agent(
         model,
         strategy="arc",
         system_prompt=SYSTEM,
-        think_model=ScriptedChatModel(structured_default=thought),
+        think_model=ScriptedChatModel(structured_default=thought_about_the_question()),
         budget=Budget.for_window(32_000),
     )
     questions = [f"Where is order B-{turn}?" for turn in range(10)]

@@ -24,7 +24,7 @@ from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, PARTS, appended_parts
 from langgraph_ctx.middleware._breakpoints import LIMIT, mark_breakpoints
-from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 
 anthropic = pytest.importorskip("langchain_anthropic")
 
@@ -106,17 +106,6 @@ def memory_end(marked: list[str]) -> int:
     return at
 
 
-def thought(messages: list[BaseMessage]) -> dict[str, Any]:
-    asked = next(m.text for m in reversed(messages) if m.type == "human")
-    return {
-        "hypothesis": f"The user asks: {asked[-60:]}",
-        "confidence": 0.9,
-        "gaps": [],
-        "next_thought_needed": False,
-        "actions": [{"kind": "respond", "detail": asked[:40], "expected_utility": 0.8}],
-    }
-
-
 @pytest.mark.parametrize("think", [False, True])
 def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary(
     think: bool,
@@ -124,7 +113,7 @@ def test_each_call_finds_the_previous_calls_memory_at_a_marked_block_boundary(
     # With think on, the thought (per-call) joins the last user message, which in
     # ARC's layout can be the memory itself: it goes after the memory's parts.
     model = offline()
-    thinker = ScriptedChatModel(structured_default=thought)
+    thinker = ScriptedChatModel(structured_default=thought_about_the_question())
     live = run_arc(model, think=think, think_model=thinker)
     served = 0
     for before, after in zip(model.payloads[3:], model.payloads[4:], strict=False):
