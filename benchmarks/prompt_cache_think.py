@@ -39,7 +39,7 @@ from langchain_core.tools import tool
 
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 from langgraph_ctx.testing.workloads import generate_session
 from langgraph_ctx.tokens import load_encoding
 
@@ -67,18 +67,10 @@ def run(turns: int, seed: int, window: int, think: bool) -> dict[str, list[Any]]
         call = {"name": "lookup", "args": {"turn": turn.index}, "id": f"l{turn.index}"}
         return AIMessage("", tool_calls=[call])
 
-    def thought(messages: Sequence[BaseMessage]) -> dict[str, Any]:
-        asked = next(m for m in reversed(messages) if m.type == "human").text
-        return {
-            "hypothesis": f"The user needs: {asked[-80:]}",
-            "confidence": 0.9,
-            "gaps": [],
-            "next_thought_needed": False,
-            "actions": [{"kind": "tool_call", "detail": "lookup", "expected_utility": 0.8}],
-        }
-
     model = ScriptedChatModel(default=act)
-    thinker = ScriptedChatModel(structured_default=thought)
+    thinker = ScriptedChatModel(
+        structured_default=thought_about_the_question("tool_call", "lookup")
+    )
     agent = create_context_agent(
         model,
         [lookup],
