@@ -152,5 +152,10 @@ def part_count(message: BaseMessage) -> int:
 def grown_parts(message: BaseMessage, start: int) -> list[int]:
     """The :data:`PARTS` mark for ``message`` grown by a part that starts at ``start``
     of the new text: its own parts (if they still fit its text) and the new one."""
-    kept = _marks(message)[PARTS] if appended_parts(message) is not None else []
-    return [*kept, start]
+    offsets = _marks(message).get(PARTS)
+    text = message.content
+    # Ours since the text last changed (an edit drops the mark): the last offset is
+    # checked, not every part cut (a fold's work stays the entry's, not the memory's).
+    if not isinstance(offsets, list) or not isinstance(text, str):
+        return [start]
+    return [*offsets, start] if not offsets or offsets[-1] < len(text) else [start]

@@ -272,8 +272,9 @@ def _shape(
     system = [request.system_message] if request.system_message is not None else []
     placed = place_messages([*system, *messages], mode)
     if is_anthropic(request.model):
-        # The end of ARC's memory: what AnthropicPromptCachingMiddleware (tools, the
-        # system message, the tail: three, kept free) does not mark.
+        # The end of ARC's memory, or else of the message before the per-call context:
+        # what AnthropicPromptCachingMiddleware (the tools, the system message, the
+        # tail: three, kept free) does not mark.
         placed = mark_breakpoints(placed, system=False, reserved=3)
     head = placed[0] if placed and isinstance(placed[0], SystemMessage) else None
     rest = cast(list[AnyMessage], placed[1:] if head is not None else placed)
