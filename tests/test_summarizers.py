@@ -5,13 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,6 +34,7 @@ from langgraph_ctx.compression import (
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import SUMMARY_PREFIX
 from langgraph_ctx.tokens import TokenCounter
+from tests.hash_seeds import outputs_under_hash_seeds
 
 ORDERS = {
     "orders": [
@@ -174,17 +171,7 @@ def test_extractive_is_deterministic_across_processes() -> None:
         "from langgraph_ctx.compression.summarizers import ExtractiveSummarizer as E;"
         "print(E().summarize(s(), max_tokens=70)); print(E().summarize(s(), max_tokens=400))"
     )
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            cwd=Path(__file__).resolve().parents[1],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2", "3")
-    }
+    outputs = outputs_under_hash_seeds(code, ("1", "2", "3"))
     assert len(outputs) == 1
     here = ExtractiveSummarizer().summarize(support_session(), max_tokens=70)
     assert outputs.pop().startswith(here + "\n")

@@ -357,25 +357,14 @@ def test_without_a_session_key_delta_keeps_the_blocks_in_the_process() -> None:
 def test_the_stable_signature_is_the_same_in_every_process() -> None:
     """It keys what the checkpoint keeps, which another process reads back: no
     per-process salt (``hash`` of a string has one)."""
-    import os
-    import subprocess
-    import sys
+    from tests.hash_seeds import outputs_under_hash_seeds
 
     code = (
         "from langchain_core.messages import SystemMessage as S\n"
         "from langgraph_ctx.middleware._content import stable_signature\n"
         "print(stable_signature([S('You route freight.', id='a'), S('[Summary] x', id='b')]))"
     )
-    found = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
+    found = outputs_under_hash_seeds(code, ("1", "2"))
     assert len(found) == 1
 
 
