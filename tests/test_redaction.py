@@ -120,6 +120,22 @@ def test_errors_still_say_what_is_wrong() -> None:
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://app:{SECRET}@[::1:5432/db",
+        f"postgresql://app:{SECRET}@[zz]/db",
+        "postgres://[::1/db",
+    ],
+)
+def test_a_malformed_ipv6_host_is_a_configuration_error(url: str) -> None:
+    # urllib raises a bare ValueError for these; the user must see which setting is wrong.
+    with pytest.raises(ConfigurationError, match="IPv6 host goes in brackets") as info:
+        parse_url(url, field="checkpointer")
+    assert info.value.field == "checkpointer"
+    assert_hidden(str(info.value))
+
+
+@pytest.mark.parametrize(
     ("url", "shown"),
     [
         ("postgresql://bob:hunter2@db:5432/app", "postgresql://bob:***@db:5432/app"),

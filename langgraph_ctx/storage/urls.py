@@ -91,16 +91,20 @@ def parse_url(url: str | None, *, field: str = "database_url") -> DatabaseURL:
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("postgresql", "postgres"):
         try:
-            urlsplit(url).port  # noqa: B018 - validates the port now, not at connect time
-        except ValueError:
+            urlsplit(url).port  # noqa: B018 - validates host and port now, not at connect time
+        except ValueError as exc:
             # Not urllib's message, and the URL only with its '@': in 'user:secret/db'
             # (the '@host' forgotten) the password is what urllib reads as the port.
-            shown = f" {redact_url(url)!r}" if "@" in urlsplit(url).netloc else ""
-            raise ConfigurationError(
-                field,
-                f"malformed {scheme}:// URL{shown}: the port must be a number from 0 to "
-                "65535 (with a password: 'postgresql://user:password@host:5432/dbname')",
-            ) from None
+            # An IPv6 host urllib cannot read ('[::1', '[zz]') fails the same way.
+            netloc = url.split("://", 1)[1].split("/", 1)[0]
+            shown = f" {redact_url(url)!r}" if "@" in netloc else ""
+            what = (
+                "an IPv6 host goes in brackets: 'postgresql://user:password@[::1]:5432/dbname'"
+                if "[" in netloc or "]" in netloc or "IPv6" in str(exc) or "IPv4" in str(exc)
+                else "the port must be a number from 0 to 65535 (with a password: "
+                "'postgresql://user:password@host:5432/dbname')"
+            )
+            raise ConfigurationError(field, f"malformed {scheme}:// URL{shown}: {what}") from None
         return DatabaseURL("postgres", url)
     if "://" not in url and "=" in url:
         raise ConfigurationError(
