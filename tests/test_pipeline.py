@@ -484,6 +484,27 @@ def test_use_after_attach_raises() -> None:
         pipeline.use(Recorder([], "late"))
 
 
+def test_use_overrides_belong_to_the_pipeline_not_to_the_shared_instance() -> None:
+    log: list[str] = []
+    shared = Recorder(log, "shared", priority=50)
+    early = (
+        Pipeline().use(Recorder(log, "mark", priority=10)).use(shared, priority=1, nodes=["second"])
+    )
+    late = Pipeline().use(Recorder(log, "mark", priority=10)).use(shared)
+    assert (shared.priority, shared.nodes) == (50, None)  # the instance as it was made
+    early.attach(two_node_graph(log)).compile().invoke({"messages": [HumanMessage("x")]})
+    seen, log[:] = list(log), []
+    late.attach(two_node_graph(log)).compile().invoke({"messages": [HumanMessage("x")]})
+    assert [e for e in seen if ">" in e] == ["mark>first", "shared>second", "mark>second"]
+    # The second pipeline gets the instance's own priority (after "mark") on both nodes.
+    assert [e for e in log if ">" in e] == [
+        "mark>first",
+        "shared>first",
+        "mark>second",
+        "shared>second",
+    ]
+
+
 def test_nodes_without_middleware_are_left_alone() -> None:
     builder = two_node_graph([])
     original = builder.nodes["first"].runnable

@@ -53,6 +53,9 @@ class Layer:
     """Its sync form; ``None``: async-only."""
     acall: AsyncHandler | None = None
     """Its async form; ``None``: run the sync form in a worker thread."""
+    asked: tuple[str, ...] | None = None
+    """The nodes it was registered for (``use(nodes=...)``, else its own ``nodes``);
+    ``None``: its default nodes, or every node."""
 
 
 def register(mw: Middleware, index: int) -> Layer:

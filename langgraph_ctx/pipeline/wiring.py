@@ -122,11 +122,13 @@ class Pipeline:
         if isinstance(rank, bool) or not isinstance(rank, int):
             raise ConfigurationError(f"{mw.name}.priority", f"must be an int, got {rank!r}")
         layer = register(mw, len(self._registered))  # may refuse it: nothing changed yet
-        if priority is not None:
-            mw.priority = priority
-        if nodes is not None:
-            mw.nodes = tuple(nodes)
-        self._registered.append(dataclasses.replace(layer, priority=mw.priority))
+        # The overrides belong to this pipeline's layer, never to the instance: one
+        # middleware object shared by two pipelines keeps its own settings in each.
+        self._registered.append(
+            dataclasses.replace(
+                layer, priority=rank, asked=tuple(nodes) if nodes is not None else mw.nodes
+            )
+        )
         return self
 
     # -- wiring ------------------------------------------------------------
@@ -183,7 +185,9 @@ class Pipeline:
 
     def _plan(self, node_names: set[str], *, filters: bool = True) -> dict[str, list[Layer]]:
         resolved = [
-            dataclasses.replace(ly, nodes=_targets(ly.middleware, node_names) if filters else None)
+            dataclasses.replace(
+                ly, nodes=_targets(ly.middleware, ly.asked, node_names) if filters else None
+            )
             for ly in self._registered
         ]
         resolved.sort(key=lambda layer: (layer.priority, layer.index))
@@ -272,16 +276,19 @@ async def _ainvoke(inner: Runnable[Any, Any], config: RunnableConfig, view: View
     return await inner.ainvoke(dict(view), config)
 
 
-def _targets(mw: Middleware, node_names: set[str]) -> frozenset[str] | None:
-    """The nodes ``mw`` runs on (``None``: all), checked against the graph's."""
-    if mw.nodes is not None:
-        missing = sorted(set(mw.nodes) - node_names)
+def _targets(
+    mw: Middleware, asked: tuple[str, ...] | None, node_names: set[str]
+) -> frozenset[str] | None:
+    """The nodes ``mw`` runs on (``None``: all), checked against the graph's; ``asked``:
+    the nodes it was registered for, if any."""
+    if asked is not None:
+        missing = sorted(set(asked) - node_names)
         if missing:
             raise ConfigurationError(
                 f"{mw.name}.nodes",
                 f"names node(s) {missing} the graph lacks; it has {sorted(node_names)}",
             )
-        return frozenset(mw.nodes)
+        return frozenset(asked)
     if mw.default_nodes is not None:
         targets = frozenset(mw.default_nodes) & node_names
         if not targets:
