@@ -16,7 +16,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from _common import RESULTS_DIR, data_dir, emit, header
+from _common import RESULTS_DIR, emit, header
 from harness import DEFAULT_STRATEGIES, DEFAULT_WORKLOADS, run
 
 from langgraph_ctx.errors import ConfigurationError
@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
             args.strategies,
             seed=args.seed,
             quick=args.quick,
-            data_dir=args.data or (None if args.out else data_dir()),
+            # None: a workload that reads the shared data finds it itself (and says
+            # so if it cannot), after every name is checked; synthetic ones need none.
+            data_dir=args.data,
             progress=not args.quiet,
         )
     except ConfigurationError as exc:
