@@ -4,7 +4,9 @@ A summary or a recall snippet says *that* something was said; ``glimpse`` gives
 the model the words. A reference is resolved by the first
 :class:`GlimpseSource` that knows it (:class:`ArchiveSource` by default:
 message ids, ``#3`` for the originals summary 3 replaced, any other words as a
-query); another strategy plugs its own lookup in as another source.
+query); another strategy plugs its own lookup in as another source. A reference
+that names no archived message is answered "not found", naming it; an id-like one
+(:func:`looks_like_id`) that other messages mention gets them after that line.
 
 Limits, so that a curious model cannot flood its own context:
 
@@ -47,6 +49,19 @@ GLIMPSE = "glimpse"
 SESSION_KEY = "glimpse_tokens"
 """``state["session"]`` key: the token cap of one glimpse, as the last call left it."""
 _SUMMARY_REF = re.compile(r"^\s*(?:summary\s*)?#?\s*(\d+)\s*$", re.IGNORECASE)
+NOT_FOUND = "not found"
+"""The label of the line that says a reference named no archived message."""
+
+
+def looks_like_id(reference: str) -> bool:
+    """One token with a digit or a separator in it (``m5``, ``call_3``, a UUID): what a
+    message id looks like, and a word to search for rarely does."""
+    ref = reference.strip()
+    return (
+        bool(ref)
+        and not any(c.isspace() for c in ref)
+        and any(c.isdigit() or c in "-_:." for c in ref)
+    )
 
 
 @dataclass(frozen=True)
@@ -92,7 +107,14 @@ class ArchiveSource:
         if found is not None:
             return [(ref, _text(found))]
         hits = self.archive.search(t, ref, limit=self.query_hits, namespace=ns)
-        return [(h.message_id, _text(h.message)) for h in hits] or None
+        shown = [(h.message_id, _text(h.message)) for h in hits]
+        if shown and looks_like_id(ref):
+            # Searched as words, an id finds the messages that mention it (a summary
+            # naming what it covers, a later reply): say so, or the model takes the
+            # first of them for the message it asked for.
+            note = f"no archived message has the id {ref!r}; archived messages that mention it:"
+            return [(NOT_FOUND, note), *shown]
+        return shown or None
 
     def _ids(self, request: GlimpseRequest, ids: Sequence[str]) -> list[tuple[str, str]]:
         got = (self.archive.get(request.thread_id, i, namespace=request.namespace) for i in ids)
@@ -150,7 +172,12 @@ class Glimpse(RoomFiller):
     def answer(self, found: list[tuple[str, str]] | None, reference: str, cap: int) -> str:
         """The tool's text: each piece labelled, the whole within ``cap`` tokens."""
         if not found:
-            return f"Nothing archived matches {reference!r}."
+            if looks_like_id(reference) and not _SUMMARY_REF.match(reference):
+                return (
+                    f"Not found: no archived message has the id {reference!r}, "
+                    "and none mentions it."
+                )
+            return f"Not found: nothing archived matches {reference!r}."
         out: list[str] = []
         used = 0
         for label, text in found:

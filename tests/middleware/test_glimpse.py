@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +13,8 @@ from langgraph_ctx import ConfigurationError
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.markers import KEY
 from langgraph_ctx.middleware.glimpse import SESSION_KEY, Glimpse, GlimpseRequest
-from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
+from langgraph_ctx.storage.checkpointers import archive_from_url
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -61,7 +64,7 @@ def test_by_id_by_summary_number_and_by_query() -> None:
     # A summary consolidated away is read from the archive.
     archive.put("t", [summary], reason="consolidated into summary #5")
     assert run(g, ["summary 4"], [])[0] == by_number
-    assert run(g, ["#9"], [])[0] == "Nothing archived matches '#9'."
+    assert run(g, ["#9"], [])[0] == "Not found: nothing archived matches '#9'."
 
 
 def test_at_most_three_a_step_the_rest_refused() -> None:
@@ -119,3 +122,40 @@ def test_create_context_agent_turns_recall_and_glimpse_on_with_one_argument() ->
     glimpsed = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert glimpsed[0].text == "[old] The dock code is 4471."
     assert isinstance(out["session"][SESSION_KEY], int)
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_archive(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MessageArchive]:
+    if request.param == "memory":
+        yield InMemoryArchive()
+        return
+    url = (
+        f"sqlite:///{tmp_path}/a.sqlite"
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres_db")
+    )
+    with archive_from_url(url) as archive:  # type: ignore[attr-defined]
+        yield archive
+
+
+def test_an_id_not_archived_is_answered_not_found_naming_it(any_archive: MessageArchive) -> None:
+    # m5 is not archived, but a later message mentions it: searched as words, "m5"
+    # finds that message, which used to come back as if it were m5.
+    any_archive.put(
+        "t",
+        [
+            HumanMessage("Compare it with m5 before shipping.", id="m9"),
+            HumanMessage("The dock code is 4471.", id="m2"),
+        ],
+        reason="compressed",
+    )
+    g = Glimpse(any_archive)
+    mentioned, unknown, words, kept = run(g, ["m5", "m77", "dock code"], []) + run(g, ["m9"], [])
+    assert mentioned.splitlines() == [
+        "[not found] no archived message has the id 'm5'; archived messages that mention it:",
+        "[m9] Compare it with m5 before shipping.",
+    ]
+    assert unknown == "Not found: no archived message has the id 'm77', and none mentions it."
+    assert words == "[m2] The dock code is 4471."  # words are a query: no note
+    assert kept == "[m9] Compare it with m5 before shipping."
+    assert run(g, ["zebra quagga"], [])[0] == "Not found: nothing archived matches 'zebra quagga'."
