@@ -15,6 +15,21 @@ inside a ``before`` hook returns the view the node should see. In order:
    re-run archives the same ids again, a no-op);
 4. record ``context_edit`` with every operation and its rationale: the
    rationale goes to the ledger only, never into a message.
+
+What is archived and persisted is the message **as the state holds it**, not as
+an earlier layer showed it for this call: pre-flight's pair repair shows a tool
+result cut off from its call (a user message between them) as an assistant
+note, and that note must neither replace the result in the archive nor in the
+state (the repair is redone on every call). Only messages no edit made are
+mapped back, by id.
+
+**An id archived before, with other content** (a client that reuses message
+ids, so ``u2`` comes back with new text after the first ``u2`` was compressed):
+the archive's write is idempotent by id (a retried step), so the new text would
+be skipped and lost. It is archived under the first free key ``<id>~<n>``
+instead, the original keeping its own key (summaries and glimpses that name it
+still find it), and ``archive_id_collision`` records both keys. A retried step
+finds the same text under the same ``~n`` key and writes nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +40,9 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.channels.delta import DeltaChannel
 
-from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, plan_edits
+from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, is_edited, plan_edits
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.state import delta_messages
 from langgraph_ctx.storage.archive import MessageArchive
@@ -106,15 +122,27 @@ def apply_edits(
     if not plan.changed:
         return view, None
     thread, namespace = ctx.thread_id or "default", graph_namespace(ctx.config)
-    batches = _by_reason(plan.removed, reason)
+    in_state = _as_in_state(ctx, plan)
+    batches = _by_reason([in_state.get(str(m.id), m) for m in plan.removed], reason)
+    collisions: list[dict[str, str]] = []
+
+    def get(key: str) -> BaseMessage | None:
+        return archive.get(thread, key, namespace=namespace)
+
+    async def aget(key: str) -> BaseMessage | None:
+        return await archive.aget(thread, key, namespace=namespace)
 
     def put() -> None:
+        collisions.clear()  # a retried IO call starts over
         for why, batch in batches:
-            archive.put(thread, batch, reason=why, namespace=namespace)
+            keyed = _rekey(batch, get, collisions)
+            archive.put(thread, keyed, reason=why, namespace=namespace)
 
     async def aput() -> None:
+        collisions.clear()
         for why, batch in batches:
-            await archive.aput(thread, batch, reason=why, namespace=namespace)
+            keyed = await _arekey(batch, aget, collisions)
+            await archive.aput(thread, keyed, reason=why, namespace=namespace)
 
     try:
         yield IOCall(put, aput)
@@ -124,7 +152,11 @@ def apply_edits(
             {"source": source, "reason": "archive", "error": f"{type(exc).__name__}: {exc}"},
         )
         return view, None
-    ctx.persist(source, messages=plan.update())
+    for collision in collisions:
+        ctx.record("archive_id_collision", {"source": source, **collision})
+    made = {id(m) for m in plan.made}
+    kept = [m if id(m) in made else in_state.get(str(m.id), m) for m in plan.messages]
+    ctx.persist(source, messages=[*plan.update()[:1], *kept])
     count = ctx.session.cache.count_of
     before = sum(count(m) for m in plan.removed)
     ctx.session.cache.forget([str(m.id) for m in plan.removed])
@@ -136,6 +168,78 @@ def apply_edits(
         {**plan.ledger(), "source": source, "tokens_before": before, "tokens_after": after} | extra,
     )
     return view.replace(messages=plan.messages), plan
+
+
+def _as_in_state(ctx: CallContext, plan: EditPlan) -> dict[str, BaseMessage]:
+    """The state's own message for each id this call's view shows otherwise (see
+    the module): empty when no layer before showed a message differently."""
+    made = {id(m) for m in plan.made}
+    state = {str(m.id): m for m in ctx.state.get("messages") or () if m.id}
+    return {
+        key: state[key]
+        for m in (*plan.removed, *plan.messages)
+        if id(m) not in made and (key := str(m.id)) in state and state[key] is not m
+    }
+
+
+def _ours(message: BaseMessage) -> bool:
+    # What an edit or compression made (a summary, a compacted result keeping its
+    # original's id, a rewrite): its original is archived already, under that id.
+    return is_summary(message) or is_compacted(message) or is_edited(message)
+
+
+def _same(a: BaseMessage, b: BaseMessage) -> bool:
+    return (
+        a.type == b.type
+        and a.content == b.content
+        and getattr(a, "tool_calls", None) == getattr(b, "tool_calls", None)
+        and getattr(a, "tool_call_id", None) == getattr(b, "tool_call_id", None)
+    )
+
+
+def _free_key(message: BaseMessage, found: BaseMessage | None, n: int) -> str | None:
+    """One step of the search for ``message``'s archive key: ``None`` once the key
+    tried last (``found`` under it) is free or holds this very text."""
+    if found is None or _same(found, message):
+        return None
+    return f"{message.id}~{n + 1}"
+
+
+def _rekey(
+    batch: Sequence[BaseMessage],
+    get: Callable[[str], BaseMessage | None],
+    collisions: list[dict[str, str]],
+) -> list[BaseMessage]:
+    """``batch`` with each message whose id is archived with other content under
+    the first free ``<id>~<n>`` key (or the one already holding it), noted in
+    ``collisions``."""
+    out: list[BaseMessage] = []
+    for m in batch:
+        key, n = str(m.id), 0
+        while not _ours(m) and (nxt := _free_key(m, get(key), n)) is not None:
+            key, n = nxt, n + 1
+        out.append(m if n == 0 else _keyed(m, key, collisions))
+    return out
+
+
+async def _arekey(
+    batch: Sequence[BaseMessage],
+    aget: Callable[[str], Awaitable[BaseMessage | None]],
+    collisions: list[dict[str, str]],
+) -> list[BaseMessage]:
+    """:func:`_rekey` with an async lookup."""
+    out: list[BaseMessage] = []
+    for m in batch:
+        key, n = str(m.id), 0
+        while not _ours(m) and (nxt := _free_key(m, await aget(key), n)) is not None:
+            key, n = nxt, n + 1
+        out.append(m if n == 0 else _keyed(m, key, collisions))
+    return out
+
+
+def _keyed(message: BaseMessage, key: str, collisions: list[dict[str, str]]) -> BaseMessage:
+    collisions.append({"id": str(message.id), "archived_as": key})
+    return message.model_copy(update={"id": key})
 
 
 def _by_reason(
