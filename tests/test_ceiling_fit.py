@@ -33,8 +33,13 @@ def test_a_fitted_prompt_keeps_pairs_and_pinned_and_frees_what_it_says(
         memo={} if memo else None,
     )
     assert provider_rejects(fit.messages) is None  # no pair split, in either direction
-    pinned = split_tiers(prompt).pinned
+    tiers = split_tiers(prompt)
+    dragged = {id(m) for m in tiers.dragged}
+    pinned = [p for p in tiers.pinned if id(p) not in dragged]
     assert all(any(m is p for m in fit.messages) for p in pinned)  # untouched, in place
+    # A pinned message's tool partners stay in the prompt (reduced in place, maybe).
+    sent = {str(m.id) for m in fit.messages}
+    assert all(str(p.id) in sent for p in tiers.dragged)
     ids = [str(m.id) for m in prompt]
     assert [str(m.id) for m in fit.messages] == [i for i in ids if i not in fit.omitted]
     if history_only:

@@ -4,7 +4,9 @@ verbatim, in the active state or in the archive.
 - a message re-sent with the id of one already archived (a client that reuses ids):
   the archive kept the old text and skipped the new one as a retry;
 - a tool result separated from its call by a user message: the archive kept
-  pre-flight's repair (an assistant note) instead of the tool result.
+  pre-flight's repair (an assistant note) instead of the tool result;
+- a small pinned tool result pinned its whole parallel exchange, so a huge
+  unpinned sibling could never be reduced and the run failed over budget.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langgraph_ctx import Budget, is_compacted, is_pinned, pin
+from langgraph_ctx.compression._ceiling import fit_prompt
 from langgraph_ctx.storage.archive import InMemoryArchive
-from tests.middleware.test_compression import FILLER, cfg, events, make_graph, turn
+from tests.fuzz_sessions import provider_rejects
+from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph, turn
 
 
 def _same(a: BaseMessage, b: BaseMessage) -> bool:
@@ -133,3 +138,74 @@ def test_random_sessions_keep_every_given_message_verbatim(session: list[Any]) -
         given = [m for m in given if m.id not in replaced] + messages
         graph.invoke({"messages": messages}, config)
         assert missing(graph, config, archive, given) == [], f"after step {n}"
+
+
+# -- a pin protects what it pins, not its whole parallel exchange --------------------
+
+
+def _rows(n: int) -> str:
+    return json.dumps(
+        [{"row": i, "sku": f"SKU-{i:05d}", "note": "backordered east"} for i in range(n)]
+    )
+
+
+def _parallel(sizes: list[int], pinned: int) -> list[BaseMessage]:
+    calls = [{"name": "rows", "args": {"page": k}, "id": f"k{k}"} for k in range(len(sizes))]
+    results = [
+        ToolMessage(_rows(n), tool_call_id=f"k{k}", name="rows", id=f"r{k}")
+        for k, n in enumerate(sizes)
+    ]
+    pin(results[pinned])
+    return [
+        HumanMessage("Audit the backorders.", id="task"),
+        AIMessage("", id="c", tool_calls=calls),
+        *results,
+    ]
+
+
+def test_a_pinned_small_result_lets_its_huge_sibling_be_cut() -> None:
+    """Pinned, the small result pinned its whole exchange: the 19,500-token sibling
+    could not be reduced and the run failed with ``BudgetExceededError``, though the
+    same run unpinned fits by compacting the sibling."""
+    archive = InMemoryArchive()
+    graph, model, _ = make_graph(window=16_000, archive=archive)
+    config = cfg("pinned-sibling")
+    given = _parallel([2, 850], pinned=0)
+    assert 19_000 < COUNTER.count_message(given[-1]) < 20_000
+    graph.invoke({"messages": given}, config)
+    for i in range(1, 4):
+        given += turn(i)
+        graph.invoke({"messages": turn(i)}, config)
+    state = {m.id: m for m in graph.get_state(config).values["messages"]}
+    assert state["r0"].content == given[2].content and is_pinned(state["r0"])  # verbatim
+    assert is_compacted(state["r1"]) and state["r1"].tool_call_id == "k1"  # cut, still paired
+    assert missing(graph, config, archive, given) == []
+    limit = Budget.for_window(16_000).prompt_limit
+    for call in model.calls:
+        assert provider_rejects(list(call.messages)) is None
+        assert COUNTER.count_messages(list(call.messages)) <= limit
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 300), min_size=2, max_size=4),
+    st.integers(0, 3),
+    st.floats(0.05, 1.0),
+)
+def test_the_ceiling_frees_from_a_pinned_exchange_what_it_frees_unpinned(
+    sizes: list[int], which: int, share: float
+) -> None:
+    """Whatever the exchange and whichever result is pinned: what the prompt ceiling
+    can free from the unpinned results it frees, the pinned one stays as it is, and
+    every call keeps its result."""
+    messages = _parallel(sizes, pinned=which % len(sizes))
+    pinned = messages[2 + which % len(sizes)]
+    loose = [m for m in messages[2:] if m is not pinned]
+    # What cutting each unpinned result to its header and marker surely frees.
+    freeable = sum(max(0, COUNTER.count_message(m) - 120) for m in loose)
+    over = max(1, int(share * freeable))
+    fit = fit_prompt(messages, over, COUNTER.count_message, COUNTER)
+    if freeable > 0:
+        assert fit.over <= 0
+    assert any(m is pinned for m in fit.messages)
+    assert provider_rejects(fit.messages) is None

@@ -4,8 +4,10 @@ A provider refuses a prompt over its window, so no strategy's estimate may be
 the last word. :func:`fit_prompt` takes a message list ``over`` tokens too
 large and frees them, in the order that costs the model least:
 
-1. tool results (not pinned), largest first: an extractive digest, then cut
-   to their header and a marker naming the archived original;
+1. tool results (not pinned themselves: a result kept only as a pinned
+   message's partner is reduced in place like any other), largest first: an
+   extractive digest, then cut to their header and a marker naming the
+   archived original;
 2. the oldest messages that are neither pinned nor in the current turn, in
    whole tool exchanges, left out of the prompt;
 3. text of the current turn's messages that are not pinned, largest first,
@@ -102,7 +104,10 @@ def fit_prompt(
     pinned = {id(m) for m in tiers.pinned}
     rest = tiers.rest
     current = turn_starts(rest)[-1] if rest else 0
-    results = [m for m in rest if isinstance(m, ToolMessage)]
+    # A pin keeps its exchange whole, not verbatim: the partners it drags along
+    # are reduced in place (same id and call), or a small pinned result would
+    # make a huge sibling unfittable.
+    results = [m for m in [*rest, *tiers.dragged] if isinstance(m, ToolMessage)]
     for result in sorted(results, key=count, reverse=True):
         if work.over <= 0:
             break

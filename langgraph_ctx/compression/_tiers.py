@@ -3,8 +3,12 @@
 - Pinned (tier 3, never compressed): the leading system messages (the system
   prompt), messages marked with :func:`~langgraph_ctx.markers.pin`, and by
   default the session's first user message, the task. A pinned message keeps
-  its tool-call partners with it. A system message later in the history
-  belongs to its turn: it is compressed with it, unless pinned.
+  its tool-call partners with it: they stay in the history (a call is never
+  split from its result), but only what is pinned itself stays verbatim; a
+  partner kept for the pair's sake (:attr:`Tiers.dragged`), such as the 20K
+  sibling result of a pinned small one in a parallel exchange, may be
+  compacted or cut in place, as it would be unpinned. A system message later
+  in the history belongs to its turn: it is compressed with it, unless pinned.
 - Protected (tier 1): the last N turns verbatim. A turn is a user message and
   everything up to the next one. N is at least ``min_turns``, extends back
   while the conversation stays on the current topic, and is capped by a token
@@ -19,7 +23,7 @@ compression middleware does the summarizing, archiving and state update.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -36,6 +40,10 @@ class Tiers:
     summaries: list[BaseMessage]
     rest: list[BaseMessage]
     """Neither pinned nor a summary: the protected window and the compressible span."""
+    dragged: list[BaseMessage] = field(default_factory=list)
+    """The part of ``pinned`` pinned only as a pinned message's tool-call partner:
+    kept in the history, but its content may be reduced in place (same id, same
+    tool call), so that a pin never forces a large unpinned sibling to stay whole."""
 
 
 def split_tiers(
@@ -68,12 +76,14 @@ def split_tiers(
     }
     # A pinned half of a tool exchange drags its other half along, or the
     # compressed history would hold an orphan call or an orphan result.
+    own = set(pinned_ids)
     for unit in tool_units(messages) if units is None else units:
-        if any(id(m) in pinned_ids for m in unit):
+        if any(id(m) in own for m in unit):
             pinned_ids.update(id(m) for m in unit)
     pinned = [m for m in messages if id(m) in pinned_ids]
     rest = [m for m in messages if id(m) not in pinned_ids and id(m) not in summary_ids]
-    return Tiers(pinned=pinned, summaries=summaries, rest=rest)
+    dragged = [m for m in pinned if id(m) not in own]
+    return Tiers(pinned=pinned, summaries=summaries, rest=rest, dragged=dragged)
 
 
 def tool_units(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:

@@ -60,7 +60,7 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langgraph_ctx.compression._tiers import split_tiers, tool_units
+from langgraph_ctx.compression._tiers import Tiers, split_tiers, tool_units
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.markers import KEY
 
@@ -246,12 +246,16 @@ def protected_ids(
     an instruction anywhere); else only the leading ones, as compression's tiers
     have it (a later system message belongs to its turn). ``units``: the
     history's tool exchanges, if the caller has them."""
-    tiers = split_tiers(messages, pin_task=pin_task, every_system=every_system, units=units)
+    return _protected(
+        split_tiers(messages, pin_task=pin_task, every_system=every_system, units=units)
+    )
+
+
+def _protected(tiers: Tiers) -> set[str]:
     # System messages an edit produced are the manager's own: it may edit them again.
-    pinned = tiers.pinned
     return {
         str(m.id)
-        for m in pinned
+        for m in tiers.pinned
         if not is_note(m) and not (m.type == "system" and is_edited(m) and not _pinned_mark(m))
     }
 
@@ -326,22 +330,30 @@ def plan_edits(
     position = {str(m.id): i for i, m in enumerate(messages) if m.id}
     _check_ids(ops, position)
     exchanges = tool_units(messages)  # one pass, for pinning and for widening
-    protected = protected_ids(
+    tiers = split_tiers(
         messages, pin_task=pin_task, every_system=rules == "manager", units=exchanges
     )
+    protected = _protected(tiers)
+    # Compression may reduce in place what a pin only drags along for the pair's
+    # sake (see compression's tiers); a manager's actions leave the whole exchange.
+    loose = {str(m.id) for m in tiers.dragged} if rules == "tiers" else set()
     every_note = rules == "manager"
     units = _unit_of(exchanges, position)
     targets: list[list[int]] = []
     widened: list[tuple[str, ...]] = []
     for i, op in enumerate(ops):
         where = sorted(position[x] for x in op.ids)
-        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
+        in_place = op.kind == "rewrite" and _keeps_role(op.role, messages[where[0]])
+        guard = protected - loose if in_place else protected
+        _check_protected(i, op, [messages[p] for p in where], guard, every_note)
         extra = _widen(op, where, messages, units)
         widened.append(tuple(str(messages[p].id) for p in extra))
         targets.append(sorted({*where, *extra}))
     _check_overlap(targets, messages)
     for i, (op, where) in enumerate(zip(ops, targets, strict=True)):
-        _check_protected(i, op, [messages[p] for p in where], protected, every_note)
+        in_place = op.kind == "rewrite" and _keeps_role(op.role, messages[where[0]])
+        guard = protected - loose if in_place else protected
+        _check_protected(i, op, [messages[p] for p in where], guard, every_note)
         _check_role(i, op, [messages[p] for p in where])
     _check_made(messages, ops, targets, position)
     return _build(messages, ops, targets, widened)

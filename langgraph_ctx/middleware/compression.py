@@ -335,7 +335,10 @@ class TieredCompression(RewritingStrategy):
         # Turns kept verbatim may alone be too large (tool-heavy ones): compact
         # their tool results, oldest first, by what it takes to meet the goal.
         excess = pinned + kept + smallest - goal
-        compact = _compactions(plan.keep, count, excess, self.expected_ratio)
+        # With the partners a pin only drags along (a pin keeps a pair whole, not
+        # its other results verbatim: see the tiers).
+        loose = [m for m in tiers.dragged if isinstance(m, ToolMessage)]
+        compact = _compactions([*loose, *plan.keep], count, excess, self.expected_ratio)
         kept -= sum(count(m) - size for m, size in compact)
         if not plan.compress:
             if not compact:
