@@ -286,9 +286,15 @@ def _line_at(messages: Sequence[BaseMessage]) -> int | None:
 
 
 def _current(blocks: Sequence[bacm.CommitBlock], messages: Sequence[BaseMessage]) -> frozenset[str]:
-    """The blocks never folded now: the agent's last step, and what came after it."""
+    """The blocks never folded now: the agent's last step, what came after it, and the
+    current turn's question (the last user message). The question is asked before
+    the agent's steps that answer it; folded into a digest with them, it left the
+    end of the prompt, and the model, seeing the task last, did the task again."""
     last = _last_ai(messages)
     later = {id(m) for m in messages[max(last, 0) :]} if last >= 0 else {id(m) for m in messages}
+    question = next((m for m in reversed(messages) if m.type == "human"), None)
+    if question is not None:
+        later.add(id(question))
     return frozenset(b.id for b in blocks if id(b.messages[0]) in later)
 
 

@@ -13,7 +13,8 @@
   the shape of the paper's ``summarize`` action. NONE keeps everything
   (Null); a list merges those blocks into one block carrying ``merged``
   (Partial); ALL merges every past block (Full). The current blocks, the step
-  under way and the input the agent has not seen yet, are never folded.
+  under way, the input the agent has not seen yet and the current turn's
+  question, are never folded.
   :func:`fold_ops` turns an action into edit operations, or refuses it with a
   :class:`FoldRefused` that says why in words the model can act on.
 
@@ -112,7 +113,8 @@ class FoldRequest:
     blocks: list[CommitBlock]
     """Every block, oldest first."""
     current: frozenset[str]
-    """Ids of the step under way and of the input not yet seen: never folded."""
+    """Ids of the step under way, of the input not yet seen and of the current
+    turn's question: never folded."""
     state: BudgetState
     excess: int
     """Raw tokens to free to bring used + pending down to the target."""

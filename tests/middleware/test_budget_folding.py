@@ -9,6 +9,8 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
@@ -27,6 +29,7 @@ from langgraph_ctx.strategies import (
     FoldAction,
     FoldRequest,
     OfflineFoldPolicy,
+    bacm,
     commit_blocks,
 )
 from langgraph_ctx.strategies.bacm import FOLD_ACK, block_id
@@ -258,3 +261,46 @@ def test_bad_settings_fail_when_built() -> None:
     assert caught.value.field == "target"
     with pytest.raises(ConfigurationError):
         OfflineFoldPolicy(keep_last=-1)
+
+
+def test_the_current_question_is_never_folded_away_from_the_end() -> None:
+    """A second turn's question, then tool steps answering it: a policy fold near the
+    line took the question (a block before the agent's last step) into its digest,
+    placed before the task's steps; the model, its question gone, did the task again.
+    The question stays a user message, the last one, in every prompt."""
+    graph, agent, _ = make(window=4_000, decide_at=0.3, target=0.25)
+    question = HumanMessage("Now, which supplier ships before 2026-02-12?", id="q2")
+    graph.invoke({"messages": history(3)}, cfg())
+    graph.invoke({"messages": [question]}, cfg())
+    big = "Row R-9: supplier S-1 ships 2026-02-11 for part P-123. " * 40
+    for n in range(4, 8):
+        graph.invoke({"messages": step(n, big)}, cfg())
+    assert any(f["by"] == "policy" and f["kind"] != "null" for f in events(graph, "fold"))
+    for call in agent.calls[3:]:  # every call after the question was asked
+        humans = [m for m in call.messages if m.type == "human"]
+        assert humans[-1].id == "q2" and question.text in humans[-1].text
+        assert not any(m.type == "system" and question.text in m.text for m in call.messages)
+    state = graph.get_state(cfg()).values["messages"]
+    assert [m for m in state if m.type == "human"][-1].id == "q2"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["user", "step", "step"]), min_size=1, max_size=12))
+def test_no_fold_takes_the_last_user_message(shape: list[str]) -> None:
+    """Whatever the history, an "ALL" fold (agent's or policy's) never names the
+    block of the current turn's question."""
+    from langgraph_ctx.middleware.budget_folding import _current
+
+    messages: list[BaseMessage] = [HumanMessage(TASK, id="task")]
+    for n, kind in enumerate(shape):
+        messages += [HumanMessage(f"question {n}", id=f"q{n}")] if kind == "user" else step(n, "r")
+    blocks = commit_blocks(messages, counter.count_message)
+    try:
+        ops, _ = bacm.fold_ops(
+            FoldAction(commit_ids="ALL", merged="m"), blocks, _current(blocks, messages), by="t"
+        )
+    except bacm.FoldRefused:
+        return
+    folded = {x for op in ops for x in op.ids}
+    last = [m for m in messages if m.type == "human"][-1]
+    assert last.id not in folded
