@@ -281,13 +281,28 @@ class Workload:
         just begun: call its tools, if any) or a tool call or result carrying one
         of its call ids (the tools ran: answer). The second case also finds the
         turn when its user message has been compressed away.
+
+        A user message is matched by the turn's text *contained* in it, not equal
+        to it: layers add text to the last user message of a call (BACM's step tag
+        and budget line, think's plan, placement's per-call context), and an exact
+        match then fell through to the previous turn's tool call: every reply came
+        one turn late. If it holds several turns' texts (a recalled request
+        quoted), the latest turn wins: the others are quotes of the past.
         """
         by_user = {t.user: t for t in self.turns}
         by_call = {s.call_id: t for t in self.turns for s in t.tool_steps}
 
+        def turn_of(message: HumanMessage) -> Turn | None:
+            text = _text(message).strip()
+            exact = by_user.get(text)
+            if exact is not None:
+                return exact
+            held = [t for t in self.turns if t.user and t.user in text]
+            return max(held, key=lambda t: t.index, default=None)
+
         def respond(messages: Sequence[BaseMessage]) -> AIMessage:
             for m in reversed(messages):
-                if isinstance(m, HumanMessage) and (turn := by_user.get(_text(m).strip())):
+                if isinstance(m, HumanMessage) and (turn := turn_of(m)):
                     return _call_message(turn) if turn.tool_steps else _answer_message(turn)
                 ids = (
                     [m.tool_call_id]

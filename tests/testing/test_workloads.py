@@ -319,3 +319,36 @@ def test_invariants_hold_for_any_parameters(
         assert not any(t.tool_steps for t in w.turns)
     check_pairing(w.messages())
     assert dump(play(w)) == dump(w.messages())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(0, 10_000),
+    st.sampled_from(
+        [
+            ("[step c1a2b3]\n[Context budget: used 1,200 of 3,000 tokens.]\n", ""),  # BACM
+            ("", "\n\n[plan] look the order up, then answer"),  # think's note
+            ("[Recalled Memory] nothing\n", "\n(per-call context)"),  # placement
+        ]
+    ),
+)
+def test_responder_finds_the_turn_when_layers_add_text_to_the_user_message(
+    seed: int, added: tuple[str, str]
+) -> None:
+    """Under think or BACM the last user message carries more than the turn's text:
+    an exact match fell through to the previous turn's call, and every reply came a
+    turn late. The same script plays the same, whatever text is added around it."""
+    w = generate_session(12, seed=seed)
+    before, after = added
+    respond = w.responder()
+    history: list[BaseMessage] = []
+    for turn in w.turns:
+        history.append(HumanMessage(before + turn.user + after, id=f"t{turn.index:04d}-user"))
+        reply = respond(history)
+        if turn.tool_steps:
+            assert [c["id"] for c in reply.tool_calls] == [s.call_id for s in turn.tool_steps]
+            history.append(reply)
+            history += [ToolMessage(s.result, tool_call_id=s.call_id) for s in turn.tool_steps]
+            reply = respond(history)
+        assert reply.content == turn.answer and not reply.tool_calls
+        history.append(reply)
