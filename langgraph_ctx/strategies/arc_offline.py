@@ -15,7 +15,10 @@ A baseline, not a claim about the learned manager (section 3.4 fine-tunes one):
   result (so a value a newer result replaced is no longer in memory; the
   earlier memory is archived) and how often it was made; the oldest lines are
   condensed into one extractive digest when the memory is over ``condense_to``
-  of its cap; checklist items are re-checked against the whole memory, and a
+  of its cap (one ``(tA-tB) condensed:`` line: a later reflection digests the
+  earlier digest's text with the lines it adds, never the digest line itself,
+  or digests nested in digests, each carrying the turn marks of the last as
+  if they were facts); checklist items are re-checked against the whole memory, and a
   call repeated with no new result is noted on the item it concerns
   (``stalled: ...``). State only, never an instruction.
 """
@@ -42,7 +45,9 @@ GOAL_CUES = re.compile(
     r"which|what|who|when|where|how|why)\b|\?",
     re.IGNORECASE,
 )
-_LINE = re.compile(r"^\(t(\d+)(?:-t\d+)?\) (.*)$")
+_LINE = re.compile(r"^\(t(\d+)(?:-t(\d+))?\) (.*)$")
+_CONDENSED = "condensed: "
+_LISTED = "Also mentioned: "  # the extractive digest's line of entities it lists
 _CALL = re.compile(r"^([\w.-]+\(.*?\)) -> (.*)$")
 _FAILURE = re.compile(
     r"\b(error|not found|failed|failure|unavailable|invalid|denied|timed? ?out|no results?)\b",
@@ -59,6 +64,8 @@ class _Group:
     head: str
     result: str
     turns: list[int] = field(default_factory=list)
+    condensed: bool = False
+    """An earlier reflection's digest: ``head`` is its text, ``turns`` its range."""
 
 
 @dataclass(kw_only=True, eq=False)
@@ -167,10 +174,14 @@ class OfflineArcManager(OfflineBaseline):
             kept.insert(0, line)
         older = groups[: len(groups) - len(kept)]
         room = max(20, target - self.counter.count_text("\n".join(kept)))
-        text = "\n".join(lines[: len(older)])
-        digest = " ".join(self.summarizer.summarize([HumanMessage(text)], max_tokens=room).split())
-        first, last = min(older[0].turns), max(older[-1].turns)
-        return "\n".join([f"(t{first}-t{last}) condensed: {digest}", *kept])
+        # What the lines say, without their turn marks (the digest would keep them
+        # as names) and with an earlier digest as its text, not as a line.
+        text = "\n".join(_said_by(g) for g in older)
+        digest = self.summarizer.summarize([HumanMessage(text)], max_tokens=room)
+        digest = _ROLE.sub("", " ".join(digest.split()), count=1)
+        first = min(t for g in older for t in g.turns)
+        last = max(t for g in older for t in g.turns)
+        return "\n".join([_render(_Group(digest, "", [first, last], condensed=True)), *kept])
 
     def _stalled(
         self, checklist: list[ChecklistItem], repeated: Sequence[_Group]
@@ -194,8 +205,13 @@ def _groups(memory: str) -> list[_Group]:
     groups: dict[str, _Group] = {}
     for raw in memory.splitlines():
         line = _LINE.match(raw)
-        turn, body = (int(line.group(1)), line.group(2)) if line else (0, raw.strip())
+        turn, body = (int(line.group(1)), line.group(3)) if line else (0, raw.strip())
         if not body:
+            continue
+        if body.startswith(_CONDENSED):  # an earlier digest: its text and its range
+            last = int(line.group(2) or turn) if line else turn
+            digest = body[len(_CONDENSED) :]
+            groups[f"{_CONDENSED}{len(groups)}"] = _Group(digest, "", [turn, last], condensed=True)
             continue
         call = _CALL.match(body)
         head, result = (call.group(1), call.group(2)) if call else (body, "")
@@ -209,7 +225,15 @@ def _groups(memory: str) -> list[_Group]:
     return list(groups.values())
 
 
+def _said_by(g: _Group) -> str:
+    if g.condensed:  # its list's label would be digested as text: the list alone
+        return " ".join(g.head.replace(_LISTED, " ").split())
+    return f"{g.head} -> {g.result}" if g.result else g.head
+
+
 def _render(g: _Group) -> str:
+    if g.condensed:
+        return f"(t{min(g.turns)}-t{max(g.turns)}) {_CONDENSED}{g.head}"
     body = f"{g.head} -> {g.result}" if g.result else g.head
     if len(g.turns) > 1:
         body += f" [made {len(g.turns)} times: " + ", ".join(f"t{t}" for t in g.turns) + "]"

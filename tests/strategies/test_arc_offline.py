@@ -3,6 +3,10 @@ reflection that merges repeats, keeps the newest value and condenses the oldest.
 
 from __future__ import annotations
 
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_ctx.strategies import ChecklistItem, OfflineArcManager, UpdateRequest
@@ -87,3 +91,29 @@ def test_reflection_condenses_the_oldest_lines_under_the_cap() -> None:
     assert manager.counter.count_text(out) <= 300
     assert out.splitlines()[0].startswith("(t1-t") and "condensed" in out.splitlines()[0]
     assert out.splitlines()[-1].startswith('(t59) lookup({"id": 59})')
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(5, 40), min_size=2, max_size=5), st.integers(200, 500))
+def test_reflections_never_nest_digests(batches: list[int], cap: int) -> None:
+    """Lines added, reflection, again and again: the memory holds one condensed line
+    whose range starts at the first turn, and its digest is text, never a digest of
+    the last one (its ``condensed:`` head, its turn marks, its entity list's label)."""
+    manager = OfflineArcManager()
+    memory, turn = "", 1
+    for size in batches:
+        lines = [
+            f'(t{turn + i}) lookup({{"id": {turn + i}}}) -> row R-{turn + i} costs '
+            f"{(turn + i) * 7} EUR in Lyon"
+            for i in range(size)
+        ]
+        turn += size
+        memory = "\n".join([memory, *lines]).strip()
+        memory = manager.reflect(request(memory, memory_tokens=cap)).memory
+        condensed = [line for line in memory.splitlines() if "condensed:" in line]
+        assert len(condensed) <= 1
+        if condensed:
+            head, _, digest = condensed[0].partition(" condensed: ")
+            assert head.startswith("(t1-t")
+            assert "condensed:" not in digest and not re.search(r"\(t\d+|\bt\d+\b", digest)
+            assert digest.count("mentioned:") <= 1 and not digest.startswith("User:")
