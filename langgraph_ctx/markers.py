@@ -96,6 +96,17 @@ def is_ephemeral(message: BaseMessage) -> bool:
     return bool(_marks(message).get("ephemeral"))
 
 
+VIEW_ONLY = "view_only"
+"""Mark of a message a strategy assembled for one call's prompt in place of state
+messages (PACE's condensed steps): it is in no state, so there is nothing to
+remove or edit, and it is not the user's turn."""
+
+
+def is_view_only(message: BaseMessage) -> bool:
+    """Whether ``message`` was assembled for one call's prompt and is in no state."""
+    return bool(_marks(message).get(VIEW_ONLY))
+
+
 def is_recall_block(message: BaseMessage) -> bool:
     """Whether ``message`` is recall's block for one call, standing on its own (its
     tokens are reported as the auxiliary component, not as messages)."""

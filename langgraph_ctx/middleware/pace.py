@@ -28,6 +28,7 @@ every step alike).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 from typing import Any
@@ -35,9 +36,12 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import RemoveMessage
+from langgraph.types import Command
 
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
+from langgraph_ctx.markers import is_view_only
 from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.strategies.pace import (
@@ -136,6 +140,18 @@ class PredictiveExtraction(ContextStrategy):
         if not scored:
             return view
         return self._assemble(view, ctx, session, scored, weights, restored)
+
+    def after(self, view: View, result: Any, ctx: CallContext) -> Any:
+        """The node's update without removals of this call's condensed blocks: a node
+        shown one may remove it as it would a summary, and LangGraph would fail the
+        step over an id no state holds. There is nothing to remove: PACE never wrote
+        it."""
+        removed = _removals(result)
+        if not removed:
+            return result
+        shown = {str(m.id) for m in view.get("messages") or () if is_view_only(m)}
+        gone = removed & shown
+        return _without_removals(result, gone) if gone else result
 
     # -- the steps -------------------------------------------------------------
 
@@ -270,6 +286,40 @@ class PredictiveExtraction(ContextStrategy):
             data["restored"] = restored
         ctx.record("pace_context", data)
         return view.replace(messages=messages)
+
+
+def _removals(result: Any) -> set[str]:
+    """The ids a node's update removes (a dict update, or Commands carrying one)."""
+    found: set[str] = set()
+    for update in _updates(result):
+        messages = update.get("messages")
+        for m in messages if isinstance(messages, list) else [messages]:
+            if isinstance(m, RemoveMessage) and m.id is not None:
+                found.add(str(m.id))
+    return found
+
+
+def _updates(result: Any) -> list[dict[str, Any]]:
+    parts = result if isinstance(result, list) else [result]
+    out = []
+    for part in parts:
+        update = part.update if isinstance(part, Command) else part
+        if isinstance(update, dict):
+            out.append(update)
+    return out
+
+
+def _without_removals(result: Any, ids: set[str]) -> Any:
+    if isinstance(result, list):
+        return [_without_removals(part, ids) for part in result]
+    if isinstance(result, Command) and isinstance(result.update, dict):
+        return dataclasses.replace(result, update=_without_removals(result.update, ids))
+    if not isinstance(result, dict) or "messages" not in result:
+        return result
+    messages = result["messages"]
+    listed = messages if isinstance(messages, list) else [messages]
+    kept = [m for m in listed if not (isinstance(m, RemoveMessage) and str(m.id) in ids)]
+    return {**result, "messages": kept}
 
 
 def _padded(flags: np.ndarray, n: int) -> np.ndarray:

@@ -23,14 +23,20 @@ import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx.compression import transcript
-from langgraph_ctx.markers import KEY
+from langgraph_ctx.markers import KEY, VIEW_ONLY
 from langgraph_ctx.strategies.pace import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
 from langgraph_ctx.strategies.pace_scorer import pack, unpack
 from langgraph_ctx.strategies.pace_summaries import SummaryJob
 from langgraph_ctx.tokens import MessageTokenCache
 
 PLACEHOLDER_WORDS = 10
-BLOCK_TITLE = "[Earlier steps, condensed by relevance; glimpse(ids) returns any step in full]"
+BLOCK_TITLE = (
+    '[Earlier steps, condensed by relevance; glimpse(reference="s12") returns step s12 in full]'
+)
+"""Names the ``glimpse`` tool's one argument as the tool takes it: a model told
+``glimpse(ids)`` called it with ``ids`` and failed validation."""
+BLOCK_ID = "pace-block-"
+"""The id prefix of a condensed block: made for one call, in no state."""
 CHANNEL = "pace_chunks"
 """The state key of the checkpointed records."""
 
@@ -303,6 +309,8 @@ def line(step: Step, level: int) -> str:
 
 
 def _block(lines: list[str], steps: int, at: int) -> HumanMessage:
-    marks = {KEY: {"pace": {"steps": steps}}}
+    # Marked view-only: it stands for state messages in this call's prompt and is in
+    # no state itself (nothing to remove, not the user's turn).
+    marks = {KEY: {"pace": {"steps": steps}, VIEW_ONLY: True}}
     text = "".join(f"{x}\n" for x in lines)  # every line ends with its newline, as counted
-    return HumanMessage(text, id=f"pace-block-{at}", additional_kwargs=marks)
+    return HumanMessage(text, id=f"{BLOCK_ID}{at}", additional_kwargs=marks)

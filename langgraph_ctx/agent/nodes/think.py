@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY
+from langgraph_ctx.markers import KEY, is_view_only
 from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.placement import (
     Placement,
@@ -113,9 +113,20 @@ def _gain(gaps: Sequence[str], still_open: Sequence[str]) -> float:
 
 def _turn_id(messages: Sequence[BaseMessage]) -> str:
     for m in reversed(messages):
-        if m.type == "human":
+        if m.type == "human" and not is_view_only(m):
             return str(m.id)
     return ""
+
+
+def graph_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The node's input as LangGraph gave it. Under a pipeline the node is handed a
+    view that middleware rewrote for this call (PACE condenses the turn's question
+    into a block of its own), while the router after ``think`` reads the graph's
+    state: the turn a thought belongs to must be read where the router reads it,
+    or the router never finds this turn's thoughts and ``think`` runs again and
+    again (GraphRecursionError)."""
+    ctx = current_context()
+    return ctx.state if ctx is not None else state
 
 
 def turn_thoughts(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -171,7 +182,9 @@ def think_node(
     structured = model.with_structured_output(Thought)
 
     def after_tools(state: Mapping[str, Any]) -> Thought | None:
-        # Raise the last thought's confidence by what the tool results filled in.
+        # Raise the last thought's confidence by what the tool results filled in
+        # (read from the graph's state: the view may show them condensed).
+        state = graph_state(state)
         messages = state.get("messages") or []
         thoughts = turn_thoughts(state)
         if not thoughts or not messages or messages[-1].type != "tool":
@@ -192,7 +205,7 @@ def think_node(
         )
 
     def prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
-        earlier = turn_thoughts(state)
+        earlier = turn_thoughts(graph_state(state))
         # Ephemeral: they change every call, so placement keeps them after the history.
         notes = [SystemMessage(THINK_PROMPT, additional_kwargs={KEY: {"ephemeral": True}})]
         if earlier:
@@ -205,8 +218,8 @@ def think_node(
         return mark_breakpoints(placed) if marked else placed
 
     def finish(state: Mapping[str, Any], thought: Thought, *, called: bool) -> dict[str, Any]:
-        messages = state.get("messages") or []
-        record = {**thought.model_dump(), "turn": _turn_id(messages)}
+        state = graph_state(state)  # the turn as the router will read it
+        record = {**thought.model_dump(), "turn": _turn_id(state.get("messages") or [])}
         thoughts = [*turn_thoughts(state), record]
         update: dict[str, Any] = {"thoughts": thoughts}
         tokens = counter.count_text(json.dumps(record)) if called else 0
