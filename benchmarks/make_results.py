@@ -47,6 +47,11 @@ ORDER = [  # (file stem, what it answers, issue)
     ("recall_latency", "Recall end to end at 1K-100K archived messages and memories", 14),
     ("long_recall", "The 10,000-turn long-horizon probes with recall from the archive", 14),
     ("long_recall_stages", "Where each long-horizon probe is lost, stage by stage", 14),
+    (
+        "answers_kept",
+        "Answers kept with the defaults, question asked: every strategy x recall x window",
+        31,
+    ),
 ]
 
 
