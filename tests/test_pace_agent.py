@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -30,7 +32,7 @@ from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.markers import is_view_only
 from langgraph_ctx.middleware import PredictiveExtraction
 from langgraph_ctx.middleware import pace as pace_middleware
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, pace_scorer
 from langgraph_ctx.strategies.pace_summaries import SummaryJob
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
@@ -171,3 +173,63 @@ def test_a_glimpse_called_as_the_block_title_says_returns_the_step() -> None:
     result = next(m for m in out["messages"] if isinstance(m, ToolMessage))
     assert result.status != "error", result.text
     assert result.text.startswith("[s1]") and "answer" in result.text
+
+
+class GatedEmbeddings(Embeddings):
+    """An embedding model that loads (its first call) only once ``gate`` is set, or
+    fails to load."""
+
+    def __init__(self, gate: threading.Event, *, fails: bool = False) -> None:
+        self.gate = gate
+        self.fails = fails
+        self.name = "gated-model"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        self.gate.wait()
+        if self.fails:
+            raise OSError("weights not found")
+        return [float(text.count(w)) for w in WORDS] + [0.01]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_a_default_scorer_still_loading_never_fails_a_call_and_the_ledger_says_why(
+    fails: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default scorer's model (MiniLM) can take longer to load than a call waits
+    # for its scorer (21 s cold on a loaded machine, against 10 s): stood in for by a
+    # model that loads when the test says so.
+    gate = threading.Event()
+    made: list[Any] = []
+    monkeypatch.setattr(pace_scorer, "minilm_available", lambda: True)
+    monkeypatch.setattr(pace_scorer, "MiniLMEmbeddings", lambda: GatedEmbeddings(gate, fails=fails))
+    monkeypatch.setattr(
+        pace_middleware,
+        "default_scorer",
+        lambda: made.append(pace_scorer.default_scorer()) or made[-1],
+    )
+    model = ScriptedChatModel(default="noted")
+    agent = create_context_agent(
+        model, think=False, strategy="pace", budget=Budget.for_window(8_000)
+    )
+    try:
+        for i in range(4):  # not loaded: every call is made at once, scored lexically
+            agent.invoke({"messages": [question(i)]}, config())
+    finally:
+        gate.set()
+    entries = agent.get_state(config()).values["context_ledger"]
+    pace_entries = [e["data"] for e in entries if e["kind"] == "pace_context"]
+    assert pace_entries and all(d["scorer"] == "lexical" for d in pace_entries)
+    assert pace_entries[-1]["scorer_fallback"] == "gated-model still loading"
+    assert not any(e["kind"] == "pace_scorer_failed" for e in entries)
+    assert made[0].wait(timeout=60)
+    agent.invoke({"messages": [question(4)]}, config())
+    entries = agent.get_state(config()).values["context_ledger"]
+    last = next(e["data"] for e in reversed(entries) if e["kind"] == "pace_context")
+    if fails:
+        assert last["scorer"] == "lexical"
+        assert last["scorer_fallback"].startswith("gated-model failed to load: OSError")
+    else:
+        assert last["scorer"] == "gated-model" and "scorer_fallback" not in last

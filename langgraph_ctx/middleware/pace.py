@@ -21,7 +21,9 @@ it added, not all of them. The history itself is best kept in one too
 with PACE): under ``add_messages`` every checkpoint would store all of it.
 
 Ledger: one ``pace_context`` entry per call (steps, the level counts, pressure,
-thresholds, scorer, summaries pending, tokens before and after);
+thresholds, scorer, summaries pending, tokens before and after; with
+``scorer_fallback``, why the default scorer scored lexically: its model was still
+loading, or failed to);
 ``pace_scorer_failed`` when the encoder raised or timed out (that call weighs
 every step alike).
 """
@@ -270,6 +272,7 @@ class PredictiveExtraction(ContextStrategy):
         measured = math.ceil(report.used.get("messages", 0) / calibration)
         ctx.adjust_usage("messages", sent - measured)
         counts = np.bincount(levels, minlength=len(LEVELS))
+        fallback = getattr(self.scorer, "fallback", None)  # a model still loading, say
         data: dict[str, Any] = {
             "steps": len(session.steps),
             "scored": len(scored),
@@ -277,6 +280,7 @@ class PredictiveExtraction(ContextStrategy):
             "pressure": round(p, 3),
             "thresholds": [round(x, 3) for x in limits],
             "scorer": self.scorer.name,
+            **({"scorer_fallback": fallback} if fallback else {}),
             "summaries_pending": len(session.pending),
             "tokens_before": session.total,
             "tokens_after": sent,

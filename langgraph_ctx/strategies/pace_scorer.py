@@ -11,12 +11,20 @@ A scorer is anything with ``encode``/``aencode`` (:class:`Scorer`):
 all-MiniLM-L6-v2 from the ``embeddings`` extra); :class:`LexicalScorer` needs no
 model (hashed term vectors). :func:`default_scorer` picks the first that is
 installed; its ``name`` goes into the ledger.
+
+An embedding model can take longer to load than a call may wait for its scorer
+(MiniLM's first encode took 21 s on a loaded 2-core machine, past PACE's 10 s
+``scorer_timeout``, so every early call weighed every step alike).
+:class:`WarmingScorer` loads it in a background thread from construction on and
+scores lexically until it is ready, saying why (:attr:`WarmingScorer.fallback`).
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import math
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -29,6 +37,8 @@ from langgraph_ctx.retrieval.embeddings import MiniLMEmbeddings, minilm_availabl
 from langgraph_ctx.retrieval.text import terms
 
 Vector = Sequence[float]
+
+log = logging.getLogger(__name__)
 
 
 class Scorer(Protocol):
@@ -81,10 +91,60 @@ class LexicalScorer:
         return self.encode(keys, query)
 
 
+class WarmingScorer:
+    """An embedding scorer that never makes a call wait for its model to load.
+
+    The model is loaded (one encode) in a daemon thread from construction on;
+    until that is done, or for good if it failed, the lexical scorer scores and
+    :attr:`fallback` says why. ``name`` is the scorer that made the last
+    vectors, so that the keys checkpointed with it say truly what made them (a
+    key from the other one is recomputed on resume)."""
+
+    def __init__(self, embeddings: Embeddings, *, fallback: Scorer | None = None) -> None:
+        self.model = EmbeddingScorer(embeddings)
+        self.lexical: Scorer = fallback or LexicalScorer()
+        self.name = self.lexical.name
+        self.error: str | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._load, name="lgctx-pace-scorer", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            self.model.embeddings.embed_query("warm up")
+        except Exception as exc:  # any failure: lexical for good, said once
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("PACE scores lexically: %s failed to load (%s)", self.model.name, exc)
+        finally:
+            self._ready.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the model has loaded or failed; whether it has."""
+        return self._ready.wait(timeout)
+
+    @property
+    def fallback(self) -> str | None:
+        """Why the lexical scorer scores now (``None``: the model does)."""
+        if not self._ready.is_set():
+            return f"{self.model.name} still loading"
+        return None if self.error is None else f"{self.model.name} failed to load: {self.error}"
+
+    def _active(self) -> Scorer:
+        scorer = self.lexical if self.fallback is not None else self.model
+        self.name = scorer.name
+        return scorer
+
+    def encode(self, keys: Sequence[str], query: str) -> tuple[list[Vector], Vector]:
+        return self._active().encode(keys, query)
+
+    async def aencode(self, keys: Sequence[str], query: str) -> tuple[list[Vector], Vector]:
+        return await self._active().aencode(keys, query)
+
+
 def default_scorer() -> Scorer:
-    """all-MiniLM-L6-v2 if the ``embeddings`` extra is installed, else lexical."""
+    """all-MiniLM-L6-v2 if the ``embeddings`` extra is installed (loaded in the
+    background: lexical until then, see :class:`WarmingScorer`), else lexical."""
     if minilm_available():
-        return EmbeddingScorer(MiniLMEmbeddings())
+        return WarmingScorer(MiniLMEmbeddings())
     return LexicalScorer()
 
 
