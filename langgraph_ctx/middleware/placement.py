@@ -26,6 +26,11 @@ prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
   user turn after a tool result it would reject.
 - a ``[plan]`` note (an assistant message) is folded into the assistant message
   right after it, so no provider sees two assistant turns in a row.
+- for a client that sends an assistant message carrying tool calls with empty
+  content (``langchain-mistralai``: :func:`drops_text_beside_calls`), the text
+  of such a message (the ``[plan]`` note folded into it, BACM's ``[step ...]``
+  tag, the model's own words) is moved to the front of the first tool result
+  answering it (:func:`text_off_calls`), or the model would never see it.
 - a message that grows by appending (ARC's interaction memory, marked with
   where each part starts: :func:`~langgraph_ctx.markers.appended_parts`) is sent
   as one text block per part, the same text: the previous call's version of it
@@ -52,10 +57,17 @@ final prompt as well (:func:`final_placement`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langgraph_ctx._checks import check_number
 from langgraph_ctx.errors import ConfigurationError
@@ -90,7 +102,7 @@ class ProviderPlacement(Middleware):
         placement: Placement = "system",
         *,
         recall_refresh: RecallRefresh = "delta",
-        recall_per_turn: float = DEFAULT_PER_TURN,
+        recall_per_turn: float | None = DEFAULT_PER_TURN,
         **kwargs: Any,
     ) -> None:
         """
@@ -104,9 +116,11 @@ class ProviderPlacement(Middleware):
                 ``"compression"`` (one block kept in the stable prefix until the
                 next compression: the fewest recall tokens, the least fresh).
                 See :mod:`~langgraph_ctx.middleware._recall_refresh`.
-            recall_per_turn: with ``"delta"``, the most one turn adds to the
-                kept recall lines, as a share of recall's limit (its best new
-                lines; always the best one).
+            recall_per_turn: with ``"delta"``, ``None`` (the default): a turn
+                adds every line of its call's block not shown yet (recall sized
+                the block to the room the prompt leaves); a number: the most one
+                turn adds, as a share of recall's limit (its best new lines;
+                always the best one), which trades answers for fewer tokens.
         """
         super().__init__(**kwargs)
         self.placement = check_placement(placement, "ProviderPlacement.placement")
@@ -116,10 +130,12 @@ class ProviderPlacement(Middleware):
                 f"must be one of {list(REFRESHES)}, got {recall_refresh!r}",
             )
         self.recall_refresh = recall_refresh
-        self.recall_per_turn = check_number(
-            "ProviderPlacement.recall_per_turn", recall_per_turn, above=0.0
+        self.recall_per_turn = (
+            None
+            if recall_per_turn is None
+            else check_number("ProviderPlacement.recall_per_turn", recall_per_turn, above=0.0)
         )
-        if recall_per_turn > 1:  # a share of recall's limit: past 1 it means nothing more
+        if recall_per_turn is not None and recall_per_turn > 1:  # past 1 it means no more
             raise ConfigurationError(
                 "ProviderPlacement.recall_per_turn",
                 f"must be a share of recall's limit in (0, 1], got {recall_per_turn}",
@@ -281,3 +297,42 @@ def _fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
 def _is_note(m: AIMessage) -> bool:
     marks = m.additional_kwargs.get(KEY)
     return isinstance(marks, dict) and bool(marks.get("note")) and not m.tool_calls
+
+
+def drops_text_beside_calls(model: object) -> bool:
+    """Whether ``model``'s client sends an assistant message that carries tool calls
+    with empty content: ``langchain_mistralai``'s ``ChatMistralAI`` (a subclass, or
+    one with tools bound) does, whatever the message says. Looked up where it is
+    already imported, so the package stays optional."""
+    module = sys.modules.get("langchain_mistralai")
+    chat = getattr(module, "ChatMistralAI", None)
+    while chat is not None and not isinstance(model, chat) and hasattr(model, "bound"):
+        model = model.bound  # a RunnableBinding from bind_tools
+    return chat is not None and isinstance(model, chat)
+
+
+def text_off_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with the text of each assistant message that carries tool calls
+    moved to the front of the first result answering it (see the module): a
+    client that empties such a message then still sends every word of it. The
+    same messages give the same bytes. A message with no result after it keeps
+    its text (nothing else could carry it)."""
+    out = list(messages)
+    for i, m in enumerate(out):
+        if not (isinstance(m, AIMessage) and m.tool_calls and text_of(m).strip()):
+            continue
+        calls = {str(c.get("id")) for c in m.tool_calls}
+        at = next(
+            (
+                j
+                for j in range(i + 1, len(out))
+                if isinstance(r := out[j], ToolMessage) and str(r.tool_call_id) in calls
+            ),
+            None,
+        )
+        if at is None:
+            continue
+        result = out[at]
+        out[at] = result.model_copy(update={"content": join_contents([text_of(m), result.content])})
+        out[i] = m.model_copy(update={"content": ""})
+    return out

@@ -11,7 +11,10 @@ says without one (the prebuilt agent runs one: the system prompt and summaries
 in one leading system message, the thought in the last user message). With an
 Anthropic model, the prompt carries cache breakpoints where it stops being the
 previous call's (:mod:`~langgraph_ctx.middleware._breakpoints`): Anthropic
-caches nothing unmarked, the other providers need no marks. With a
+caches nothing unmarked, the other providers need no marks. With a Mistral
+model, the text of an assistant message that calls tools goes to its first
+result (:func:`~langgraph_ctx.middleware.placement.text_off_calls`): the client
+sends such a message empty. With a
 thought, a compact note of the plan enters the history next to the reply.
 Provider-reported usage on the reply is what pre-flight calibrates against;
 reply tokens are tallied as actionable tokens.
@@ -33,8 +36,10 @@ from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_break
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
+    drops_text_beside_calls,
     final_placement,
     place_messages,
+    text_off_calls,
 )
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.tokens import TokenCounter
@@ -65,6 +70,9 @@ def call_llm_node(
     check_bool("call_llm_node.cache_breakpoints", cache_breakpoints)
     marked = cache_breakpoints and is_anthropic(model)
     extra: dict[str, Any] = dict(TAIL) if marked else {}
+    # Mistral's client empties an assistant message that calls tools: the [plan]
+    # note and BACM's step tags folded into it would never reach the model.
+    calls_bare = drops_text_beside_calls(model)
 
     def prepare(state: Mapping[str, Any]) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
         ctx = current_context()
@@ -83,6 +91,7 @@ def call_llm_node(
             )
         mode = final_placement(placement)
         placed = place_messages(messages, mode) if mode is not None else messages
+        placed = text_off_calls(placed) if calls_bare else placed
         return runnable, mark_breakpoints(placed) if marked else placed
 
     def finish(state: Mapping[str, Any], reply: BaseMessage) -> dict[str, Any]:
