@@ -233,3 +233,56 @@ def test_a_default_scorer_still_loading_never_fails_a_call_and_the_ledger_says_w
         assert last["scorer_fallback"].startswith("gated-model failed to load: OSError")
     else:
         assert last["scorer"] == "gated-model" and "scorer_fallback" not in last
+
+
+VAULT = "The vault code for the Lisbon warehouse is ZX-4471."
+
+
+@tool
+def records(topic: str) -> str:
+    """Read the records on a topic."""
+    # The one with the fact is longer than the room PACE has for old steps: never
+    # shown whole again, however relevant.
+    n = 400 if topic == "access" else 50
+    filler = " ".join(f"{w}-{topic}-{i}" for i in range(n) for w in WORDS[2:4])
+    fact = f" {VAULT}" if topic == "access" else ""
+    return f"Records on {topic}:{fact} {filler}"
+
+
+def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: str) -> None:
+    # PACE never archives (nothing leaves the history); with recall on, its steps are
+    # what recall searches. A fact read in turn 0, condensed away by turn 12, comes
+    # back for a question about it in other words.
+    def reply(messages: Sequence[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("Noted.")
+        asked = next(m.text for m in reversed(messages) if m.text.startswith("Read"))
+        topic = asked.split()[-1].strip("?.")
+        call = {"name": "records", "args": {"topic": topic}, "id": f"c-{topic}"}
+        return AIMessage("", tool_calls=[call])
+
+    model = ScriptedChatModel(default=reply)
+    agent = create_context_agent(
+        model,
+        [records],
+        think=False,
+        strategy="pace",
+        recall=True,
+        always_include=["records"],
+        budget=Budget.for_window(4_000),
+    )
+    topics = ["access", *(f"{w}{i}" for i in range(12) for w in WORDS[:1])]
+    for i, topic in enumerate(topics):
+        agent.invoke(
+            {"messages": [HumanMessage(f"Read the records on {topic}", id=f"r{i}")]}, config()
+        )
+    fact_id = next(m.id for m in agent.get_state(config()).values["messages"] if VAULT in m.text)
+    agent.invoke(
+        {"messages": [HumanMessage("Which code opens the Lisbon vault?", id="ask")]}, config()
+    )
+    sent = model.calls[-1].messages
+    assert fact_id not in {m.id for m in sent}  # PACE shows that step condensed
+    assert "ZX-4471" in "\n".join(m.text for m in sent)
+    entries = agent.get_state(config()).values["context_ledger"]
+    recalled = next(e["data"] for e in reversed(entries) if e["kind"] == "recall")
+    assert fact_id in recalled["ids"]

@@ -58,7 +58,7 @@ from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefre
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState, DeltaContextState
-from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.urls import parse_url
@@ -349,12 +349,16 @@ def _builtins(
 def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
     """Recall and the ``glimpse`` tool. ``recall=True``: recall over the strategy's
     archive (and memories), and glimpse into it; PACE's steps are always glimpsable
-    (it shows them condensed but never archives them)."""
+    by step id (it shows them condensed but never removes them), and with recall
+    on PACE puts every message it takes in into the archive recall searches."""
     sources = [StepSource()] if isinstance(strategy, PredictiveExtraction) else []
     found: list[Middleware] = []
     archive = None
     if options.get("recall", False):
-        archive = getattr(strategy, "archive", None) or options.get("archive")
+        if isinstance(strategy, PredictiveExtraction):
+            archive = _pace_index(options, strategy)
+        else:
+            archive = getattr(strategy, "archive", None) or options.get("archive")
         if archive is None:
             raise ConfigurationError(
                 "recall", "needs an archive: pass archive=, or a strategy that keeps one"
@@ -363,6 +367,22 @@ def _recall(options: AgentOptions, strategy: Middleware) -> list[Middleware]:
     if archive is not None or sources:
         found.append(Glimpse(archive, sources=sources, nodes=["call_llm"]))
     return found
+
+
+def _pace_index(options: AgentOptions, pace: PredictiveExtraction) -> MessageArchive:
+    """The archive PACE indexes its steps into for recall: ``archive=``, else one in
+    memory (rebuilt from the checkpointed history after a restart: PACE takes the
+    whole history in again). Only ``strategy="pace"`` is given one here: a
+    ``PredictiveExtraction`` you built keeps what you built it with."""
+    if pace.archive is None:
+        if not isinstance(options.get("strategy"), str):
+            raise ConfigurationError(
+                "recall",
+                "searches PACE's steps in the archive PACE puts them in: build it with "
+                "one, PredictiveExtraction(archive=InMemoryArchive(), ...)",
+            )
+        pace.archive = options.get("archive") or InMemoryArchive()
+    return pace.archive
 
 
 def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:

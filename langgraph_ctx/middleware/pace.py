@@ -32,20 +32,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import RemoveMessage
+from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.types import Command
 
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
 from langgraph_ctx.markers import is_view_only
 from langgraph_ctx.middleware._strategy import ContextStrategy
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.pace import (
     FULL,
     LEVELS,
@@ -89,6 +91,7 @@ class PredictiveExtraction(ContextStrategy):
         scorer: Scorer | Embeddings | None = None,
         summarizer: Summarizer | BaseChatModel | None = None,
         settings: PaceSettings | None = None,
+        archive: MessageArchive | None = None,
         **kwargs: Any,
     ) -> None:
         """
@@ -99,6 +102,11 @@ class PredictiveExtraction(ContextStrategy):
             summarizer: makes the detailed and brief summaries, in the background: a
                 chat model, a summarizer, or ``None`` for the extractive one.
             settings: PACE's parameters (:class:`~langgraph_ctx.strategies.PaceSettings`).
+            archive: where every message of the history goes as PACE takes it in
+                (reason ``"pace"``), so that recall searches the steps it shows
+                condensed (:class:`~langgraph_ctx.middleware.MemoryRecall` skips
+                what the call shows in full) and ``glimpse`` finds any message by id.
+                ``None``: no index (the steps stay glimpsable by step id).
         """
         super().__init__(**kwargs)
         if isinstance(scorer, Embeddings):
@@ -117,6 +125,9 @@ class PredictiveExtraction(ContextStrategy):
         self.settings = check_instance(
             "settings", settings or PaceSettings(), PaceSettings, "PaceSettings(...)"
         )
+        if archive is not None:
+            check_has("archive", archive, ("put", "aput", "search"), "a MessageArchive")
+        self.archive = archive
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages = view.get("messages") or []
@@ -124,6 +135,8 @@ class PredictiveExtraction(ContextStrategy):
         session: PaceSession = scratch.get(key) or scratch.setdefault(key, PaceSession())
         count_text = ctx.counter.count_text
         sealed = session.update(messages, ctx.session.cache.count_of, count_text)
+        if self.archive is not None and session.taken_from < len(messages):
+            yield from self._index(messages[session.taken_from :], ctx)
         restored = None
         if not session.restored:
             restored = session.restore(view.get(CHANNEL) or {}, self.scorer.name, count_text)
@@ -154,6 +167,22 @@ class PredictiveExtraction(ContextStrategy):
         shown = {str(m.id) for m in view.get("messages") or () if is_view_only(m)}
         gone = removed & shown
         return _without_removals(result, gone) if gone else result
+
+    def _index(self, new: Sequence[BaseMessage], ctx: CallContext) -> Hook[None]:
+        """Put the messages taken in into the archive recall searches (all of the
+        history after a restart: the archive skips ids it holds). One that fails
+        is recorded and the call goes on: the history itself is never at risk."""
+        thread, namespace = ctx.thread_id, graph_namespace(ctx.config)
+        batch = [m for m in new if m.id and not is_view_only(m)]
+        if thread is None or not batch or self.archive is None:
+            return
+        archive = self.archive
+        put = partial(archive.put, thread, batch, reason="pace", namespace=namespace)
+        aput = partial(archive.aput, thread, batch, reason="pace", namespace=namespace)
+        try:
+            yield IOCall(put, aput)
+        except Exception as exc:
+            ctx.record("pace_index_failed", {"messages": len(batch), "error": repr(exc)})
 
     # -- the steps -------------------------------------------------------------
 

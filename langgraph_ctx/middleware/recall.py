@@ -52,6 +52,7 @@ from langgraph_ctx.markers import (
     RECALL_PREFIX,
     is_ephemeral,
     is_summary,
+    is_view_only,
     last_summary_index,
     summary_body,
     summary_indexes,
@@ -447,7 +448,8 @@ def select(
 def query_of(view: View) -> str:
     """The latest user message's text plus the current thought's hypothesis."""
     messages: list[BaseMessage] = list(view.get("messages") or ())
-    human = next((m for m in reversed(messages) if m.type == "human"), None)
+    # Not a block a strategy assembled for this call (PACE's): that is not the question.
+    human = next((m for m in reversed(messages) if m.type == "human" and not is_view_only(m)), None)
     parts = [str(human.text)] if human is not None else []
     thoughts = view.get("thoughts") or []
     if thoughts and isinstance(thoughts[-1], dict):

@@ -108,6 +108,8 @@ class PaceSession:
         self.total = 0
         """Tokens of the whole history, as counted: what pre-flight measured."""
         self.seen = 0
+        self.taken_from = 0
+        """Where the messages the last :meth:`update` took in start."""
         self.last_id: str | None = None
         self.task = ""
         self.last_user = ""
@@ -131,6 +133,7 @@ class PaceSession:
             self.seen and str(messages[self.seen - 1].id) != self.last_id
         ):
             self._reset()
+        self.taken_from = self.seen
         sealed: list[Step] = []
         for i in range(self.seen, len(messages)):
             m = messages[i]
