@@ -12,7 +12,7 @@ LAYERS = [
     {"_base", "migrations", "_pgsearch"},
     {"archive", "events", "locks", "_pgtable"},
     {"postgres", "memory_index"},
-    {"checkpointers"},
+    {"checkpointers", "stores"},
 ]
 
 

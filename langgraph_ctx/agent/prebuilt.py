@@ -61,6 +61,7 @@ from langgraph_ctx.state import ContextState, DeltaContextState
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
+from langgraph_ctx.storage.stores import stores_beside
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
@@ -93,9 +94,16 @@ class AgentOptions(TypedDict, total=False):
     think_settings: ThinkSettings | None
     """``None``: :class:`~langgraph_ctx.agent.nodes.ThinkSettings` defaults."""
     archive: MessageArchive | None
-    """``None``: where compressed originals go; in memory by default."""
+    """``None``: where the strategy's originals go (what recall, ``glimpse`` and
+    ``original()`` read): with :func:`create_context_agent`, in the checkpointer's
+    database (SQLite file or PostgreSQL), in memory only with an in-memory
+    checkpointer; pass ``InMemoryArchive()`` to keep it in memory. A strategy
+    instance keeps the archive it was built with."""
     events: EventSink | None
-    """``None``: where every context event is also written."""
+    """``None``: where every context event is also written (the checkpoint keeps
+    the latest few): with :func:`create_context_agent`, the checkpointer's
+    database's ``lgctx_events``, as ``archive``; with :func:`build_context_agent`,
+    nowhere."""
     memory: MemoryBank | None
     """``None``: long-term memory: recall before each ``call_llm`` (within the
     auxiliary budget, under a timeout), summaries stored as observations, and a
@@ -178,6 +186,15 @@ def create_context_agent(
             migrated first). Default: in memory.
         **options: see :class:`AgentOptions`.
 
+    The archive and the event log live in the checkpointer's database by default
+    (:func:`~langgraph_ctx.storage.stores.stores_beside`: a SQLite file, a
+    PostgreSQL pool or a ``PostgresSaver``'s own connection; it says which savers
+    it can reach and why), so a restart keeps what compression archived and the
+    whole event log; with an in-memory checkpointer they stay in memory too. An
+    ``archive=`` or ``events=`` you pass always wins (``InMemoryArchive()`` keeps
+    the archive in memory). Stores opened here belong to the returned graph, and
+    close with it, like a URL's saver.
+
     On a state whose ``messages`` is a delta channel (``DeltaContextState``, PACE's
     default), the saver is wrapped in
     :class:`~langgraph_ctx.storage.delta_cache.DeltaReadCache`: an invoke reads
@@ -192,16 +209,37 @@ def create_context_agent(
         with checkpointer_from_url(url) as saver:
             agent = create_context_agent(model, tools, checkpointer=saver)
     """
-    builder = build_context_agent(model, tools, **options)
-    if not isinstance(checkpointer, str):
-        return builder.compile(checkpointer=_cached(builder, checkpointer or InMemorySaver()))
-    db = parse_url(checkpointer, field="checkpointer")  # names the setting on a bad URL
-    with ExitStack() as opened:  # closed at once if compiling fails
-        saver = opened.enter_context(checkpointer_from_url(db.url))
+    _check_all(model, options)  # a bad option touches no database
+    with ExitStack() as opened:  # closed at once if building or compiling fails
+        saver: BaseCheckpointSaver[Any]
+        if isinstance(checkpointer, str):
+            db = parse_url(checkpointer, field="checkpointer")  # names the setting if bad
+            saver = opened.enter_context(checkpointer_from_url(db.url))
+        else:
+            saver = checkpointer if checkpointer is not None else InMemorySaver()
+        options = _with_stores(options, saver, opened)
+        builder = build_context_agent(model, tools, **options)
         graph = builder.compile(checkpointer=_cached(builder, saver))
         owned = opened.pop_all()
     weakref.finalize(graph, owned.close)  # at collection or exit; never holds the graph
     return graph
+
+
+def _with_stores(options: AgentOptions, saver: Any, opened: ExitStack) -> AgentOptions:
+    """``options`` with the archive and the event log in ``saver``'s database where
+    the caller gave none (``None`` counts as none); what is opened joins ``opened``."""
+    if options.get("archive") is not None and options.get("events") is not None:
+        return options
+    stores = stores_beside(saver)
+    if stores is None:
+        return options
+    opened.enter_context(stores)
+    archive, events = options.get("archive"), options.get("events")
+    return {
+        **options,
+        "archive": stores.archive if archive is None else archive,
+        "events": stores.events if events is None else events,
+    }
 
 
 def _cached(
@@ -223,16 +261,7 @@ def build_context_agent(
     Compile it yourself, e.g. with no checkpointer so that, run inside a
     parent graph, it checkpoints as the parent's subgraph (sub-agents do this).
     """
-    unknown = sorted(set(options) - AgentOptions.__optional_keys__)
-    if unknown:  # what Python would catch for a written-out signature
-        raise ConfigurationError(
-            unknown[0],
-            f"not an option of the context agent; the options are "
-            f"{sorted(AgentOptions.__optional_keys__)}"
-            + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
-        )
-    _check_options(options)
-    _check_model(model, options)
+    _check_all(model, options)
     always_include = options.get("always_include", ())
     memory = options.get("memory")
     if memory is not None:
@@ -256,6 +285,20 @@ def build_context_agent(
         events=options.get("events"),
     )
     return pipeline.attach(_graph(model, registry, options, _schema(options, strategy)))
+
+
+def _check_all(model: Any, options: Any) -> None:
+    """Every check of the options and the model that needs no part built."""
+    unknown = sorted(set(options) - AgentOptions.__optional_keys__)
+    if unknown:  # what Python would catch for a written-out signature
+        raise ConfigurationError(
+            unknown[0],
+            f"not an option of the context agent; the options are "
+            f"{sorted(AgentOptions.__optional_keys__)}"
+            + (" (a checkpointer is given to compile())" if "checkpointer" in unknown else ""),
+        )
+    _check_options(options)
+    _check_model(model, options)
 
 
 def _check_model(model: Any, options: AgentOptions) -> None:

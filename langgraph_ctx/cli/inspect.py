@@ -2,9 +2,12 @@
 
 It reads, and never writes: the thread's latest checkpoint (messages,
 summaries, the bounded ledger) through a checkpointer, and, where the tables
-exist, the full event log and the archive size. Without an event table (a
-graph run with no event sink) the ledger in the checkpoint stands in: the last
-few events only, and the output says so.
+exist, the full event log and the archive size. Events come from whichever
+holds the session: the event table where it has this thread's events (every
+event); the ledger in the checkpoint where it does not (a graph run with no
+event sink: the latest events only); both, merged by sequence number, where the
+ledger holds events the table lacks (a sink added mid-session). The output
+says which; a session whose ledger has events is never shown empty.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ class Inspection:
     step: int | None = None
     """LangGraph's step counter of the latest checkpoint."""
     events_source: str = "none"
-    """``event table``, or ``checkpoint ledger`` (bounded: the latest events only)."""
+    """``event table``; ``checkpoint ledger`` (bounded: the latest events only);
+    ``event table and checkpoint ledger`` (merged); or ``none``."""
     event_counts: dict[str, int] = field(default_factory=dict)
     utilization: list[float] = field(default_factory=list)
     """Per LLM call, of the prompt as sent (after any compression)."""
@@ -83,14 +87,29 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
             lines = [ln for ln in message.text.splitlines()[1:] if ln.strip()]
             result.summaries.append({**info, "first_line": lines[0] if lines else ""})
     tables = _read_postgres(db, thread_id) if db.kind == "postgres" else _read_sqlite(db, thread_id)
-    events, result.archive_rows, result.archive_tokens, result.other_namespaces = tables
-    if events is not None:
-        result.events_source = "event table"
-    else:
-        events = list(values.get("context_ledger") or ())
-        result.events_source = "checkpoint ledger" if events else "none"
+    logged, result.archive_rows, result.archive_tokens, result.other_namespaces = tables
+    events, result.events_source = _events(logged or [], list(values.get("context_ledger") or ()))
     _fold(result, events)
     return result
+
+
+def _events(
+    logged: list[dict[str, Any]], ledger: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], str]:
+    """The session's events and where they came from. The table holds every event a
+    sink wrote; the ledger, the latest few of every run, sink or not. A table that
+    exists but never heard of this thread (a graph run without a sink, in a database
+    that has the table) must not hide the ledger."""
+    if not ledger:
+        return logged, "event table" if logged else "none"
+    if not logged:
+        return ledger, "checkpoint ledger"
+    seen = {int(e["seq"]) for e in logged}
+    missing = [e for e in ledger if int(e["seq"]) not in seen]
+    if not missing:
+        return logged, "event table"
+    merged = sorted([*logged, *missing], key=lambda e: int(e["seq"]))
+    return merged, "event table and checkpoint ledger"
 
 
 def _history(saver: BaseCheckpointSaver[Any], found: CheckpointTuple) -> list[BaseMessage]:

@@ -3,6 +3,8 @@
 - ``urls``: parsing database URLs (``_redact`` hides their passwords);
 - ``checkpointers``: every store from a URL: LangGraph checkpointers, sync
   and async, and the archive;
+- ``stores``: the archive and the event log in a checkpointer's own database
+  (what ``create_context_agent`` keeps a session's originals and events in);
 - ``archive``: the archive of original messages (in memory, SQLite), searchable
   (``hits``: what a search returns and what it indexes; ``_passages``: the
   passage rows the SQL archives write, and their backfill on migrate);
@@ -26,7 +28,7 @@ there is no import cycle, not even through a function-level import
 4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;
 6. ``postgres``, ``memory_index``;
-7. ``checkpointers``.
+7. ``checkpointers``, ``stores``.
 
 psycopg is the optional ``postgres`` extra: nothing here imports it until a
 PostgreSQL URL is used.

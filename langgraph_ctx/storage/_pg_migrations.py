@@ -26,46 +26,69 @@ if TYPE_CHECKING:
 def migrate_postgres(
     db: DatabaseURL, found: Sequence[versions.Migration], *, timeout: float
 ) -> versions.MigrationStatus:
+    with pgconn.connect(db.url) as conn:
+        return migrate_on(
+            conn, found, where=pgconn.describe(db.url), shown=db.redacted, timeout=timeout
+        )
+
+
+def migrate_on(
+    conn: psycopg.Connection[Any],
+    found: Sequence[versions.Migration],
+    *,
+    where: str,
+    shown: str,
+    timeout: float,
+) -> versions.MigrationStatus:
+    """:func:`migrate_postgres` on a connection already open (autocommit, dict rows, as
+    LangGraph's savers need), e.g. a saver's own: ``where`` names the database in errors."""
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
 
     klass, name = pgconn.MIGRATIONS_LOCK
-    with pgconn.connect(db.url) as conn:
-        if not pgconn.lock(conn, klass, name, timeout=timeout):
-            raise ContextRunError(
-                f"another process has been migrating {pgconn.describe(db.url)} for "
-                f"{timeout:.0f} s (advisory lock {klass}/{name!r}); is it stuck?"
-            )
-        try:
-            conn.execute(versions.VERSIONS_DDL["postgres"])
-            recorded = _recorded(conn)
-            versions.refuse_changes(pgconn.describe(db.url), found, recorded)
-            applied: list[int] = []
-            for m in found:
-                if m.version in recorded:
-                    continue
-                with conn.transaction():
-                    conn.execute(m.sql.encode("utf-8"))
-                    step = STEPS["postgres"].get(m.label)
-                    if step is not None:  # what SQL cannot do, in the same transaction
-                        step(conn)
-                    conn.execute(
-                        "INSERT INTO lgctx_schema_versions (version, name, checksum)"
-                        " VALUES (%s, %s, %s)",
-                        (m.version, m.name, m.checksum),
-                    )
-                applied.append(m.version)
-            PostgresSaver(conn).setup()
-            return versions.MigrationStatus(
-                db.redacted,
-                versions.compare(found, _recorded(conn)),
-                _langgraph(conn),
-                tuple(applied),
-            )
-        finally:
-            # If the connection is gone, the server released the lock with it.
-            with contextlib.suppress(psycopg.Error):
-                pgconn.unlock(conn, klass, name)
+    if not pgconn.lock(conn, klass, name, timeout=timeout):
+        raise ContextRunError(
+            f"another process has been migrating {where} for "
+            f"{timeout:.0f} s (advisory lock {klass}/{name!r}); is it stuck?"
+        )
+    try:
+        # prepare=False: a file holds several statements, which a connection that
+        # prepares statements (PostgresSaver.from_conn_string's) cannot prepare.
+        conn.execute(versions.VERSIONS_DDL["postgres"], prepare=False)
+        recorded = _recorded(conn)
+        versions.refuse_changes(where, found, recorded)
+        applied: list[int] = []
+        for m in found:
+            if m.version in recorded:
+                continue
+            with conn.transaction():
+                conn.execute(m.sql.encode("utf-8"), prepare=False)
+                step = STEPS["postgres"].get(m.label)
+                if step is not None:  # what SQL cannot do, in the same transaction
+                    step(conn)
+                conn.execute(
+                    "INSERT INTO lgctx_schema_versions (version, name, checksum)"
+                    " VALUES (%s, %s, %s)",
+                    (m.version, m.name, m.checksum),
+                )
+            applied.append(m.version)
+        PostgresSaver(conn).setup()
+        return versions.MigrationStatus(
+            shown,
+            versions.compare(found, _recorded(conn)),
+            _langgraph(conn),
+            tuple(applied),
+        )
+    finally:
+        # If the connection is gone, the server released the lock with it.
+        with contextlib.suppress(psycopg.Error):
+            pgconn.unlock(conn, klass, name)
+
+
+def up_to_date(conn: psycopg.Connection[Any], found: Sequence[versions.Migration]) -> bool:
+    """Whether every migration in ``found`` is recorded as applied (one query, no lock)."""
+    recorded = _recorded(conn)
+    return all(m.version in recorded for m in found)
 
 
 def postgres_status(

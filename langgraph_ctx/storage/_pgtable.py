@@ -33,9 +33,12 @@ class PgTable(Closing):
 
     what = "table"
 
-    def __init__(self, conn: Any, *, max_size: int = 4) -> None:
+    def __init__(self, conn: Any, *, max_size: int = 4, lock: threading.Lock | None = None) -> None:
         """``conn``: a ``ConnectionPool``, an ``AsyncConnectionPool``, a URL, or one sync
-        ``Connection`` (a ``PostgresStore.from_conn_string`` store's ``conn``)."""
+        ``Connection`` (a ``PostgresStore.from_conn_string`` store's ``conn``). ``lock``:
+        for a connection, the lock its owner holds around each use of it (a
+        ``PostgresSaver``'s ``lock``), so that a statement of ours never runs inside
+        the owner's pipeline or transaction."""
         import psycopg
         from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
@@ -51,7 +54,7 @@ class PgTable(Closing):
             self._pool = conn
         elif isinstance(conn, psycopg.Connection):
             # Shared with its owner: one statement at a time, each in its own transaction.
-            self._conn, self._conn_lock = conn, threading.Lock()
+            self._conn, self._conn_lock = conn, lock or threading.Lock()
         elif isinstance(conn, AsyncConnectionPool):
             self._apool = conn
             try:

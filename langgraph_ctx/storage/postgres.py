@@ -21,6 +21,7 @@ psycopg is imported only when one of these is built.
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,9 +89,14 @@ class PostgresArchive(PgTable):
     what = "archive"
 
     def __init__(
-        self, conn: Any, *, counter: TokenCounter | None = None, max_size: int = 4
+        self,
+        conn: Any,
+        *,
+        counter: TokenCounter | None = None,
+        max_size: int = 4,
+        lock: threading.Lock | None = None,
     ) -> None:
-        super().__init__(conn, max_size=max_size)
+        super().__init__(conn, max_size=max_size, lock=lock)
         self._counter = counter or TokenCounter()
 
     def _params(
