@@ -271,8 +271,9 @@ def _prep(state: FuzzState) -> dict[str, Any]:
 
 NO_STRATEGY = "none"
 """A pipeline with no strategy at all: pre-flight's ceiling alone keeps the prompt in."""
-FUZZED = (*STRATEGIES, NO_STRATEGY)
-"""What the sessions rotate through: every registered strategy, and none."""
+FUZZED = tuple(dict.fromkeys((*STRATEGIES, NO_STRATEGY)))
+"""What the sessions rotate through: every registered strategy, and none (which the
+registry also names: once here)."""
 
 
 def _report_probe(reported: list[int]) -> Middleware:

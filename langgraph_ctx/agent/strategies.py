@@ -29,14 +29,28 @@ from langgraph_ctx.middleware import (
 )
 from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
-STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm")
+STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm", "none")
 """The strategies :class:`~langgraph_ctx.agent.AgentOptions` names; a middleware
-instance is the other way to give one."""
+instance is the other way to give one. ``"none"`` manages nothing (:class:`NoStrategy`)."""
 
 AGENT_OWN = (PreflightCheck, ToolEviction, MemoryRecall, Glimpse, ProviderPlacement)
 """Layers the agent adds itself: as ``strategy=`` each would run twice on a call."""
+
+
+class NoStrategy(Middleware):
+    """``strategy="none"``: nothing rewrites the history. Each call's prompt is still
+    fitted by pre-flight's ceiling (cut for that call only; the checkpoint keeps every
+    message whole), so this is the baseline the other strategies are measured against.
+    It passes every call through; it holds an ``archive`` only so that ``recall=True``
+    (recall over the archive and ``memory``, and ``glimpse``) has one to read."""
+
+    name = "no_strategy"
+
+    def __init__(self, *, archive: MessageArchive | None, nodes: Sequence[str]) -> None:
+        super().__init__(nodes=nodes)
+        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
 
 
 def strategy_middleware(
@@ -79,6 +93,8 @@ def strategy_middleware(
     if strategy == "bacm":
         # On every model node: the first to see a new observation shows the budget first.
         return BudgetAwareFolding(policy=summary_model, archive=archive, nodes=nodes)
+    if strategy == "none":
+        return NoStrategy(archive=archive, nodes=nodes)
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
     )

@@ -100,8 +100,15 @@ CLIENTS: dict[str, Callable[[], Builder]] = {
 
 
 def _text(payload: Any) -> str:
-    # Payloads hold SDK objects (Google's Content); their repr escapes like JSON does.
-    return json.dumps(payload, default=repr)
+    # Payloads hold SDK objects (Google's Content, pydantic): dumped whole, as JSON.
+    # Not repr: it abbreviates a long list ("<... 1 more items ...>"), so a recall
+    # block in a message's sixth part was not seen.
+    return json.dumps(payload, default=_sdk_object)
+
+
+def _sdk_object(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if callable(dump) else repr(value)
 
 
 def _escaped(text: str) -> str:
