@@ -266,6 +266,21 @@ def _manager(kind: str, **options: Any) -> Callable[[Setup], Replay]:
     return build
 
 
+def _bacm(setup: Setup) -> Replay:
+    """``create_context_agent(strategy="bacm")``'s pipeline for a graph of one node: BACM
+    with its offline fold policy and its budget line, and provider placement. No recall."""
+    from langgraph_ctx.middleware import BudgetAwareFolding
+    from langgraph_ctx.storage.archive import InMemoryArchive
+
+    middleware = [
+        PreflightCheck(),
+        BudgetAwareFolding(archive=InMemoryArchive()),
+        ProviderPlacement(),
+    ]
+    pipeline = TimedPipeline(middleware, budget=setup.budget, clock=setup.clock)
+    return Replay(_one_node(setup, call_llm_node(setup.model), pipeline), setup, setup.policy)
+
+
 PLANS: list[Strategy] = [
     Strategy("ours", 'ours + recall, defaults (recall_refresh="delta")', _ours()),
     Strategy(
@@ -306,6 +321,7 @@ PLANS: list[Strategy] = [
         _manager("adacom", every=None),
     ),
     Strategy("arc", 'ARC as `strategy="arc"` builds it (offline manager)', _manager("arc")),
+    Strategy("bacm", 'BACM as `strategy="bacm"` builds it (offline policy)', _bacm),
     STRATEGIES["none"],
     STRATEGIES["summarization"],
     STRATEGIES["context-editing"],

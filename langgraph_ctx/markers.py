@@ -23,6 +23,11 @@ PER_CALL = "per_call"
 """Mark placement puts on the (per-call) copy of the user message that carries this
 call's per-call context: the prompt is the same as the next call's up to the
 message before it."""
+PER_CALL_TAIL = "per_call_tail"
+"""Mark a layer puts on a message whose last content block is for this call only
+(BACM's budget line): the next call sends the message without that block, so a
+prompt cache that keys on block boundaries (Anthropic's) must find an entry at
+the end of the block before it."""
 PARTS = "parts"
 """Mark of a message that grows by appending: where each appended part starts, an
 empty list while it is one part (:func:`appended_parts`)."""

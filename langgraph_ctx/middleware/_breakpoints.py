@@ -21,6 +21,10 @@ breakpoints go where the prompt stops being the same as the previous call's:
   end of this prompt is never found again; without this breakpoint, an agent
   that thinks (the prebuilt agent's default) kept 49% of its prompt cached
   against 98% without thinking;
+- the block before a trailing per-call block (BACM's budget line, the last
+  block of the last message: :data:`~langgraph_ctx.markers.PER_CALL_TAIL`): the
+  next call sends that message without the line, so an entry written at the end
+  of the prompt is never found again (prompt_cache_bacm in ``benchmarks/RESULTS.md``);
 - the end of the prompt: the ``cache_control`` request argument
   (:data:`TAIL`), which ``ChatAnthropic`` turns into the right form for its
   transport (top level for the direct API, on the last eligible block for the
@@ -43,7 +47,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.markers import KEY, PER_CALL, part_count
+from langgraph_ctx.markers import KEY, PER_CALL, PER_CALL_TAIL, part_count
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 """The ``cache_control`` of each breakpoint: Anthropic's 5-minute cache."""
@@ -83,11 +87,15 @@ def mark_breakpoints(
     # on its last part, before the per-call block, already).
     if carrier is not None and carrier not in grown and carrier - 1 not in (0, *targets):
         targets.append(carrier - 1)
+    lined = next((j for j in range(len(out) - 1, -1, -1) if _trailing(out[j])), None)
+    if lined is not None and lined not in targets:
+        targets.append(lined)  # on its block before the trailing per-call one
     for j in targets:
         if room <= 0:
             break
         # The last part: a per-call block placed after the parts (a thought) is not.
-        marked = _mark_block(out[j], part_count(out[j]) - 1 if j in grown else -1)
+        at = part_count(out[j]) - 1 if j in grown else -2 if j == lined else -1
+        marked = _mark_block(out[j], at)
         if marked is not out[j]:
             out[j] = marked
             room -= 1
@@ -97,6 +105,13 @@ def mark_breakpoints(
 def _marks_of(m: BaseMessage) -> dict[str, Any]:
     marks = m.additional_kwargs.get(KEY)
     return marks if isinstance(marks, dict) else {}
+
+
+def _trailing(m: BaseMessage) -> bool:
+    """Whether ``m`` ends with a per-call block after one the next call sends."""
+    return (
+        bool(_marks_of(m).get(PER_CALL_TAIL)) and isinstance(m.content, list) and len(m.content) > 1
+    )
 
 
 def _marks(m: BaseMessage) -> int:

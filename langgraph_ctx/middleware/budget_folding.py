@@ -19,11 +19,17 @@ blocks, the budget state and the fold action):
    ``fold_guard`` in the ledger says so with the numbers: the budget is never
    exceeded silently.
 4. **What the model sees** (ephemeral: the checkpoint never has it): each
-   block's first message starts with ``[step cXXXXX]``, and the first pending
-   observation (else a last user turn) starts with the budget line
-   ``b_t = (used, remaining, pending)``. Both after the stable prefix: the tags
-   are the same bytes on every call, and the budget line is in the newest
-   message, so a provider's prompt cache keeps everything before it.
+   block's first message starts with ``[step cXXXXX]``, and the last pending
+   observation (else a last user turn) ends with the budget line
+   ``b_t = (used, remaining, pending)``, in a content block of its own. The tags
+   are the same bytes on every call; the line is the one thing the next call
+   sends otherwise, so it closes the message: the blocks before it are what the
+   next call sends, and a cache that keys on block boundaries (Anthropic's)
+   finds them there (the message is marked
+   :data:`~langgraph_ctx.markers.PER_CALL_TAIL`, and an Anthropic prompt gets a
+   breakpoint on the block before the line). In front of the observation, the
+   line changed the message's first block, and Anthropic's rule served little
+   more than the system block (``benchmarks/RESULTS.md``, prompt_cache_bacm).
 
 Ledger: ``fold`` for every decision (``by``: agent or policy; ``kind``: null,
 partial, full or refused; the commit ids and the budget state), with the
@@ -49,6 +55,7 @@ from pydantic import ValidationError
 from langgraph_ctx._checks import check_has, check_instance, check_number, check_timeout
 from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import KEY, PER_CALL_TAIL
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.pipeline import CallContext, Hook, View
@@ -230,7 +237,7 @@ class BudgetAwareFolding(RewritingStrategy):
         ]
         at = _line_at(messages)
         if at is not None:
-            out[at] = _prefixed(out[at], state.line())
+            out[at] = _with_line(out[at], state.line())
         return view.replace(messages=out)
 
     def _display_cost(self, view: View, ctx: CallContext) -> int:
@@ -279,9 +286,9 @@ def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 def _line_at(messages: Sequence[BaseMessage]) -> int | None:
-    """Where the budget line goes: the first pending message, else a last user turn or result."""
+    """Where the budget line goes: the last pending message, else a last user turn or result."""
     pending = _pending(messages)
-    at = messages.index(pending[0]) if pending else len(messages) - 1
+    at = messages.index(pending[-1]) if pending else len(messages) - 1
     return at if messages[at].type in ("tool", "human") else None
 
 
@@ -323,6 +330,24 @@ def _parse(value: Any) -> bacm.FoldAction:
         raise bacm.FoldRefused(
             'commit_ids must be "NONE", "ALL" or a list of step ids, and merged a text'
         ) from exc
+
+
+def _with_line(message: BaseMessage, line: str) -> BaseMessage:
+    """``message`` with the budget line as a last content block of its own, marked so
+    that a cache breakpoint goes on the block before it (see the module)."""
+    content = message.content
+    blocks: list[Any] = (
+        ([{"type": "text", "text": content}] if content else [])
+        if isinstance(content, str)
+        else list(content)
+    )
+    marks = {**(message.additional_kwargs.get(KEY) or {}), PER_CALL_TAIL: True}
+    return message.model_copy(
+        update={
+            "content": [*blocks, {"type": "text", "text": line}],
+            "additional_kwargs": {**message.additional_kwargs, KEY: marks},
+        }
+    )
 
 
 def _prefixed(message: BaseMessage, text: str) -> BaseMessage:

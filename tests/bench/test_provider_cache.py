@@ -207,3 +207,57 @@ def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> No
         served[think] = cached / total
     assert served[False] > 0.9
     assert served[True] > served[False] - 0.05  # was 49% against 98% without thinking
+
+
+def test_bacms_budget_line_leaves_the_prompt_cached_on_anthropics_rule() -> None:
+    # The budget line changes on every call and the next call sends its message
+    # without it. In front of the observation it changed that message's first block:
+    # no entry written at the end of a prompt was found again (37% of BACM's prompt
+    # served against 96% on the prefix rule, benchmarks/prompt_cache.py). After the
+    # observation, in a block of its own with a breakpoint before it, it is.
+    from langchain_anthropic import ChatAnthropic
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from pydantic import PrivateAttr
+
+    from langgraph_ctx import Budget
+    from langgraph_ctx.agent import create_context_agent
+
+    @tool
+    def get_order(order_id: str) -> str:
+        """Fetch an order."""
+        return f"{order_id}: " + "scanned at hub; " * 150
+
+    class Recording(ChatAnthropic):  # type: ignore[misc]
+        _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> Any:
+            self._prompts.append(list(messages))
+            n, last = len(self._prompts), messages[-1]
+            call = {"name": "get_order", "args": {"order_id": f"ORD-{n}"}, "id": f"c{n}"}
+            calls = [] if last.type == "tool" else [call]
+            reply = AIMessage(f"Found: {last.text[:40]}", tool_calls=calls)
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    model = Recording(model="claude-sonnet-4-5", api_key="sk-ant-offline")
+    agent = create_context_agent(
+        model,
+        [get_order],
+        always_include=["get_order"],
+        system_prompt=SYSTEM.text,
+        budget=Budget.for_window(64_000),
+        strategy="bacm",
+        think=False,
+    )
+    for turn in range(20):
+        ask = f"Turn {turn}: where is order ORD-{turn}?"
+        agent.invoke({"messages": [HumanMessage(ask)]}, {"configurable": {"thread_id": "t"}})
+    assert any("[Context budget:" in m.text for m in model._prompts[-1])
+    m, tools = meters(), [convert_to_openai_tool(get_order)]
+    cached = total = prefix = prefix_total = 0
+    for prompt in model._prompts[4:]:
+        openai_hit, openai_sent, hit, sent = m.measure(prompt, tools)
+        cached, total = cached + hit, total + sent
+        prefix, prefix_total = prefix + openai_hit, prefix_total + openai_sent
+    assert cached / total > prefix / prefix_total - 0.05

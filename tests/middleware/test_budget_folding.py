@@ -98,9 +98,13 @@ def test_the_budget_line_is_pre_flights_own_count() -> None:
     prompt = agent.calls[-1].messages
     observation = prompt[-1]
     assert isinstance(observation, ToolMessage) and observation.tool_call_id == "call2"
+    # The observation as it was, then the line in a block of its own: the next call
+    # sends the message without it, and the blocks before it stay the same bytes.
+    *kept, line = observation.content
+    assert [b["text"] for b in kept] == [history(2)[-1].content]  # type: ignore[index]
     used, limit, remaining, pending = (
         int(x.replace(",", ""))
-        for x in LINE.match(observation.text).groups()  # type: ignore[union-attr]
+        for x in LINE.match(line["text"]).groups()  # type: ignore[index,union-attr]
     )
     (measured,) = events(graph, "utilization")
     assert used + pending == measured["total"]

@@ -1,4 +1,6 @@
-"""langchain-mistralai sends an assistant message that carries tool calls with empty
+"""What BACM and the think node add reaches every client's payload.
+
+langchain-mistralai sends an assistant message that carries tool calls with empty
 content: the ``[plan]`` note folded into it and BACM's ``[step ...]`` tags never
 reached a Mistral model. The agent here runs on the real ``ChatMistralAI`` client
 with only its network call replaced by a script, and every payload the client built
@@ -20,6 +22,7 @@ from langgraph_ctx.middleware.placement import drops_text_beside_calls, text_off
 from langgraph_ctx.testing import ScriptedChatModel
 
 from .session import SYSTEM, THOUGHT, get_order, parent_reply
+from .test_provider_matrix import CLIENTS, _escaped, _payloads
 
 mistralai = pytest.importorskip("langchain_mistralai")
 PAYLOADS: list[list[dict[str, Any]]] = []
@@ -96,3 +99,27 @@ def test_text_moves_to_the_first_result_and_nothing_else_changes() -> None:
     assert out[2].content == "[step c1a2b3]\n[plan] look it up\n\none"
     assert [m.content for m in out[3:]] == ["two", "done"] and out[0] is history[0]
     assert history[1].content == call.content  # the input is never changed in place
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_every_client_takes_bacms_prompts_with_the_line_in_a_block_of_its_own(client: str) -> None:
+    """The budget line closes the last pending message as a content block of its own
+    (a tool result's content is then a list): every client's builder takes it, and
+    the line is in what it sends."""
+    model = ScriptedChatModel(default=parent_reply)
+    agent = create_context_agent(
+        model,
+        [get_order],
+        always_include=["get_order"],
+        system_prompt=SYSTEM,
+        budget=Budget.for_window(12_000),
+        strategy="bacm",
+        think=False,
+    )
+    config: Any = {"configurable": {"thread_id": "bacm-matrix"}}
+    for turn in range(1, 4):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    calls = [c.messages for c in model.calls]
+    assert any(isinstance(m.content, list) and m.type == "tool" for c in calls for m in c)
+    payloads = _payloads(CLIENTS[client](), calls)
+    assert all(_escaped("[Context budget: used ") in p for p in payloads)
