@@ -11,16 +11,19 @@ verbatim, in the active state or in the archive.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import Budget, is_compacted, is_pinned, pin
 from langgraph_ctx.compression._ceiling import fit_prompt
-from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
 from tests.fuzz_sessions import provider_rejects
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph, turn
 
@@ -65,23 +68,36 @@ def test_a_result_after_a_user_message_is_archived_as_the_tool_result() -> None:
     assert missing(graph, config, archive, given) == []
 
 
-def test_a_message_resent_with_an_archived_id_is_kept_and_the_collision_recorded() -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+@pytest.mark.parametrize("run", ["sync", "async"])
+def test_a_message_resent_with_an_archived_id_is_kept_and_the_collision_recorded(
+    store: str, run: str, tmp_path: Path
+) -> None:
     """The client reuses ``u2`` after ``u2`` was compressed: the new text is neither
     dropped as a retry nor put over the original; both stay, and the ledger says so."""
-    archive = InMemoryArchive()
+    archive: Any = (
+        InMemoryArchive() if store == "memory" else SQLiteArchive(str(tmp_path / "a.sqlite"))
+    )
     graph, _, _ = make_graph(archive=archive)
     config = cfg("reused-id")
+
+    def send(messages: list[BaseMessage]) -> None:
+        if run == "sync":
+            graph.invoke({"messages": messages}, config)
+        else:
+            asyncio.run(graph.ainvoke({"messages": messages}, config))
+
     given: list[BaseMessage] = []
     for i in range(30):
         given += turn(i)
-        graph.invoke({"messages": turn(i)}, config)
+        send(turn(i))
     assert archive.get("reused-id", "u2") is not None
     again = HumanMessage("Turn 2 again: the refund code is RF-9182. " + FILLER, id="u2")
     given.append(again)
-    graph.invoke({"messages": [again]}, config)
+    send([again])
     for i in range(30, 60):
         given += turn(i)
-        graph.invoke({"messages": turn(i)}, config)
+        send(turn(i))
     assert missing(graph, config, archive, given) == []
     # The original keeps its key: what referred to it still finds it.
     original = archive.get("reused-id", "u2")
