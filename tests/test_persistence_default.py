@@ -21,13 +21,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_ctx import Budget
-from langgraph_ctx.agent import build_context_agent, create_context_agent
+from langgraph_ctx.agent import (
+    SubAgents,
+    SubAgentSpec,
+    build_context_agent,
+    create_context_agent,
+)
 from langgraph_ctx.cli.inspect import format_inspection, inspect_session
 from langgraph_ctx.storage._pgconn import open_pool
 from langgraph_ctx.storage.archive import InMemoryArchive
@@ -260,3 +267,54 @@ def test_inspect_merges_a_ledger_the_table_only_partly_holds(tmp_path: Path) -> 
     seen = inspect_session(url, "t")
     assert seen.events_source == "event table and checkpoint ledger"
     assert sum(seen.event_counts.values()) == len({e["seq"] for e in [*logged, *ledger]})
+
+
+# -- sub-agents --------------------------------------------------------------------
+
+
+@tool
+def read_page(page: int) -> str:
+    """One page of the manifest."""
+    return f"Page {page}: " + " ".join(f"crate {page}-{k} holds part P{k:03d}." for k in range(60))
+
+
+def test_sub_agents_archive_where_the_parent_does(url: str) -> None:
+    calls = [
+        AIMessage("", tool_calls=[{"name": "read_page", "args": {"page": p}, "id": f"r{p}"}])
+        for p in range(8)
+    ]
+    child = SubAgentSpec(
+        name="reader",
+        description="reads manifest pages",
+        system_prompt="You read pages.",
+        kind="tool",
+        tools=[read_page],
+        model=ScriptedChatModel(responses=[*calls, AIMessage("All pages read.")]),
+        budget=Budget.for_window(3_000),
+        max_steps=20,
+    )
+    subs = SubAgents([child])
+    delegate = {"name": "delegate", "id": "d1", "args": {"agent": "reader", "task": "Read."}}
+    model = ScriptedChatModel(responses=[AIMessage("", tool_calls=[delegate]), "Done."])
+    agent = create_context_agent(
+        model, [subs.tool()], checkpointer=url, always_include=["delegate"], think=False
+    )
+    assert subs.archive is strategy_of(agent).archive  # the parent's, in its database
+    agent.invoke({"messages": [HumanMessage("Read the manifest.")]}, CONFIG)
+    with archive_from_url(url) as archive:  # type: ignore[attr-defined]
+        assert archive.list("t") == []  # the parent compressed nothing...
+        namespaces = _namespaces(url)
+        assert namespaces and all(ns for ns in namespaces)  # ...the child did, in its own
+        kept = archive.list("t", namespace=namespaces[0])
+    assert any(m.type == "tool" and m.text.startswith("Page 0: ") for m in kept)
+
+
+def _namespaces(url: str) -> list[str]:
+    sql = "SELECT DISTINCT namespace FROM lgctx_archive WHERE thread_id = 't'"
+    if url.startswith("sqlite"):
+        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+            return [str(ns) for (ns,) in conn.execute(sql)]
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return [str(ns) for (ns,) in conn.execute(sql)]

@@ -262,6 +262,10 @@ def build_context_agent(
     parent graph, it checkpoints as the parent's subgraph (sub-agents do this).
     """
     _check_all(model, options)
+    for t in tools:  # a delegate tool's sub-agents archive where this agent does
+        share = getattr(getattr(t, "subagents", None), "share_archive", None)
+        if share is not None:
+            share(options.get("archive"))
     always_include = options.get("always_include", ())
     memory = options.get("memory")
     if memory is not None:

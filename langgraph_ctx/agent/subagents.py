@@ -44,6 +44,7 @@ from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
+from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.tokens import TokenCounter
 
 Kind = Literal["mcp", "tool", "workflow", "analysis", "composition", "custom"]
@@ -168,6 +169,14 @@ class SubAgents:
     """How deep children may nest: the parent's children are depth 1."""
     result_cap: int = 1_500
     """Most tokens a result may take in the parent's context."""
+    archive: MessageArchive | None = None
+    """Where the children's strategies archive what they take out, each child in its
+    own namespace of the parent's thread, so a parent resumed mid-delegation finds
+    its child's originals. ``None``: the parent's, when :meth:`tool` is given to a
+    context agent that has one (``create_context_agent`` on a database: its
+    database's), else each child's in memory. (The event log is not shared: each
+    delegation's ledger counts from 0 in the same namespace, so a second one's
+    events would be dropped as repeats of the first's.)"""
     artifacts: ArtifactStore = field(default_factory=ArtifactStore)
     counter: TokenCounter = field(default_factory=TokenCounter)
 
@@ -194,6 +203,7 @@ class SubAgents:
                     spec.children,
                     max_depth=self.max_depth,
                     result_cap=self.result_cap,
+                    archive=self.archive,
                     artifacts=self.artifacts,
                 )
                 tools.append(nested.tool())
@@ -204,6 +214,7 @@ class SubAgents:
                 budget=spec.effective_budget,
                 always_include=[t.name for t in tools],
                 think=False,
+                archive=self.archive,
             )
             self._graphs[name] = builder.compile(name=name)
         return self._graphs[name]
@@ -350,6 +361,12 @@ class SubAgents:
         entry["seq"] += offset
         return entry
 
+    def share_archive(self, archive: MessageArchive | None) -> None:
+        """Take the parent's ``archive`` if this has none and no child is built yet
+        (a built child keeps the archive it was built with)."""
+        if self.archive is None and not self._graphs:
+            self.archive = archive
+
     def tool(self) -> BaseTool:
         """The ``delegate`` tool: the parent model hands a task to a sub-agent."""
         catalog = "\n".join(f"- {s.name} ({s.kind}): {s.description}" for s in self.specs)
@@ -366,7 +383,7 @@ class SubAgents:
                 await self.arun(call["agent"], call["task"], call.get("inputs") or {}, config), call
             )
 
-        return StructuredTool.from_function(
+        found = _DelegateTool.from_function(
             delegate,
             coroutine=adelegate,
             name="delegate",
@@ -377,6 +394,8 @@ class SubAgents:
                 "`inputs` (JSON): it cannot see this conversation. Sub-agents:\n" + catalog
             ),
         )
+        found.subagents = self  # how the parent's agent finds them, to share its archive
+        return found
 
     def _reply(self, result: SubAgentResult, call: Mapping[str, Any]) -> Command[Any]:
         text, result = self.render(result)
@@ -403,6 +422,14 @@ class SubAgents:
             return finish(await self.arun(name, *task(state), config))
 
         return RunnableLambda(run, afunc=arun, name=name)
+
+
+class _DelegateTool(StructuredTool):
+    """The ``delegate`` tool, knowing the :class:`SubAgents` it runs."""
+
+    subagents: Any = Field(default=None, exclude=True)
+    """Read by ``build_context_agent`` (by name: it cannot import this module) to
+    hand its archive to :meth:`SubAgents.share_archive`."""
 
 
 class _DelegateCall(BaseModel):
