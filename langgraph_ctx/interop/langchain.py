@@ -77,7 +77,9 @@ from langgraph_ctx.middleware.placement import (
     ProviderPlacement,
     RecallRefresh,
     check_placement,
+    drops_text_beside_calls,
     place_messages,
+    text_off_calls,
 )
 from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.pipeline import (
@@ -271,6 +273,10 @@ def _shape(
     # placement leads with is the request's system message again.
     system = [request.system_message] if request.system_message is not None else []
     placed = place_messages([*system, *messages], mode)
+    if drops_text_beside_calls(request.model):
+        # Mistral's client empties an assistant message that calls tools (BACM's step
+        # tags on it would never reach the model): its text goes to its first result.
+        placed = text_off_calls(placed)
     if is_anthropic(request.model):
         # The end of ARC's memory, or else of the message before the per-call context:
         # what AnthropicPromptCachingMiddleware (the tools, the system message, the

@@ -123,3 +123,28 @@ def test_every_client_takes_bacms_prompts_with_the_line_in_a_block_of_its_own(cl
     assert any(isinstance(m.content, list) and m.type == "tool" for c in calls for m in c)
     payloads = _payloads(CLIENTS[client](), calls)
     assert all(_escaped("[Context budget: used ") in p for p in payloads)
+
+
+def test_inside_create_agent_bacms_step_ids_reach_a_mistral_model() -> None:
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph_ctx import BudgetAwareFolding, PreflightCheck
+    from langgraph_ctx.interop import ContextMiddleware
+
+    PAYLOADS.clear()
+    model = ScriptedMistral(model="mistral-large-latest", api_key="test")
+    middleware = ContextMiddleware(
+        [PreflightCheck(), BudgetAwareFolding()], budget=Budget.for_window(12_000)
+    )
+    agent = create_agent(model, [get_order], middleware=[middleware], checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "mistral-create-agent"}}
+    for turn in range(1, 4):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    steps = 0
+    for payload in PAYLOADS:
+        for m, after in pairwise(payload):
+            if m["role"] == "assistant" and m.get("tool_calls"):
+                steps += 1
+                assert re.search(r"\[step c[0-9a-f]{5}", str(after["content"]))
+    assert steps >= 3
