@@ -20,10 +20,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 
-from langgraph_ctx import Budget, is_compacted, is_pinned, pin
+from langgraph_ctx import (
+    Budget,
+    ContextState,
+    Pipeline,
+    PreflightCheck,
+    call_llm_node,
+    is_compacted,
+    is_pinned,
+    pin,
+)
 from langgraph_ctx.compression._ceiling import fit_prompt
+from langgraph_ctx.edits import EditOp
+from langgraph_ctx.markers import compacted
+from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
+from langgraph_ctx.testing import ScriptedChatModel
 from tests.fuzz_sessions import provider_rejects
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph, turn
 
@@ -225,3 +240,43 @@ def test_the_ceiling_frees_from_a_pinned_exchange_what_it_frees_unpinned(
         assert fit.over <= 0
     assert any(m is pinned for m in fit.messages)
     assert provider_rejects(fit.messages) is None
+
+
+class _TwoEdits(RewritingStrategy):
+    """Compacts the tool result in place, then, in the same call, deletes a reply."""
+
+    name = "two-edits"
+    protection = "tiers"
+
+    def before(self, view: Any, ctx: Any) -> Any:
+        messages = list(view["messages"])
+        result = next((m for m in messages if m.type == "tool" and not is_compacted(m)), None)
+        if result is None:
+            return view
+        small = compacted(result, "42 rows", COUNTER.count_message(result))
+        view, _ = yield from self.edit(view, ctx, [EditOp.replacing([str(result.id)], small, "")])
+        view, _ = yield from self.edit(view, ctx, [EditOp(("a0",), None, "stale", "")])
+        return view
+
+
+def test_a_second_edit_in_one_call_keeps_what_the_first_made() -> None:
+    """Edits archive and persist the state's own message for what a layer only showed
+    otherwise (the pair repair's note), never for what an earlier edit of the same call
+    made: a result compacted in place keeps its id, and mapping it back to the state's
+    original would undo the compaction the first edit persisted."""
+    archive = InMemoryArchive()
+    model = ScriptedChatModel(default="ok", report_usage=False)
+    builder = StateGraph(ContextState)
+    builder.add_node("call_llm", call_llm_node(model))
+    builder.add_edge(START, "call_llm")
+    pipeline = Pipeline(
+        [PreflightCheck(), _TwoEdits(archive=archive)], budget=Budget.for_window(8_000)
+    )
+    graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+    config = cfg("two-edits")
+    graph.invoke({"messages": turn(0, tools=True)}, config)
+    state = {m.id: m for m in graph.get_state(config).values["messages"]}
+    assert "a0" not in state
+    assert is_compacted(state["r0"]) and state["r0"].tool_call_id == "call0"
+    original = archive.get("two-edits", "r0")
+    assert original is not None and not is_compacted(original)

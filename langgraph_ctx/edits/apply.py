@@ -172,13 +172,18 @@ def apply_edits(
 
 def _as_in_state(ctx: CallContext, plan: EditPlan) -> dict[str, BaseMessage]:
     """The state's own message for each id this call's view shows otherwise (see
-    the module): empty when no layer before showed a message differently."""
+    the module): empty when no layer before showed a message differently. What an
+    edit made (a result compacted in place keeps its id) stays as made: an earlier
+    edit of this same call persisted it, and mapping it back would undo that."""
     made = {id(m) for m in plan.made}
     state = {str(m.id): m for m in ctx.state.get("messages") or () if m.id}
     return {
         key: state[key]
         for m in (*plan.removed, *plan.messages)
-        if id(m) not in made and (key := str(m.id)) in state and state[key] is not m
+        if id(m) not in made
+        and not _ours(m)
+        and (key := str(m.id)) in state
+        and state[key] is not m
     }
 
 
