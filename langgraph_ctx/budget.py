@@ -135,13 +135,23 @@ class Budget:
     def for_messages(
         cls, messages: int, *, window: int = _REFERENCE_WINDOW, **overrides: Any
     ) -> Budget:
-        """Messages get ``messages`` tokens, and that is what they get.
+        """The conversation gets ``messages`` tokens, recall included, and that is
+        what it gets.
 
-        The other shares are :meth:`for_window`'s for ``window``; ``messages`` is
-        a hard cap (:attr:`messages_cap`): it is both the trigger (compression
-        runs once the messages pass it, whatever the other components leave
-        unused) and the target (compression brings them to its
-        ``target_utilization`` share of it, so many turns fit before the next).
+        What the model receives of the conversation, the messages and whatever
+        recall brings back into the prompt (archived snippets, memories, the
+        blocks kept from earlier turns), stays within ``messages``: the system
+        prompt and the bound tool schemas are the only other parts of the prompt
+        (their own shares, :meth:`for_window`'s for ``window``, like the output
+        reserve and the safety margin). ``messages`` is a hard cap
+        (:attr:`messages_cap`): it is both the trigger (compression runs once the
+        messages and the recall kept with them pass it, whatever the other
+        components leave unused) and the target (compression brings the messages
+        to its ``target_utilization`` share of it, so many turns fit before the
+        next); recall fills at most what the messages leave of it. The
+        ``auxiliary`` share is then not recall's room on top: it no longer adds
+        to the cap (with recall, ``Budget.for_messages(2_000)`` used to send up
+        to 20,000 tokens more).
         """
         if isinstance(messages, bool) or not isinstance(messages, int) or messages <= 0:
             raise ConfigurationError("Budget.messages", f"must be a positive int, got {messages!r}")
@@ -151,12 +161,10 @@ class Budget:
     def from_model(
         cls, model: Any, *, default_window: int = _REFERENCE_WINDOW, **overrides: Any
     ) -> Budget:
-        """Scale to the window in ``model.profile['max_input_tokens']`` when it has one."""
-        profile = getattr(model, "profile", None)
-        window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-        return cls.for_window(
-            window if isinstance(window, int) and window > 0 else default_window, **overrides
-        )
+        """Scale to the window in ``model.profile['max_input_tokens']`` when it has
+        one, else to ``default_window`` (:func:`model_window` says whether it has)."""
+        window = model_window(model)
+        return cls.for_window(window if window is not None else default_window, **overrides)
 
     @property
     def allocated_total(self) -> int:
@@ -189,6 +197,15 @@ class Budget:
 
     def allocation(self) -> dict[Component, int]:
         return {c: getattr(self, c) for c in COMPONENTS}
+
+
+def model_window(model: Any) -> int | None:
+    """The context window in ``model.profile['max_input_tokens']``; ``None`` if the
+    model does not say (a local model behind an OpenAI-compatible URL, say)."""
+    profile = getattr(model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    known = isinstance(window, int) and not isinstance(window, bool) and window > 0
+    return window if known else None
 
 
 def rebalance(

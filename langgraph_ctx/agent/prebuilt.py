@@ -42,7 +42,7 @@ from langgraph_ctx.agent.nodes import (
     think_node,
 )
 from langgraph_ctx.agent.strategies import strategy_middleware
-from langgraph_ctx.budget import Budget
+from langgraph_ctx.budget import Budget, model_window
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     Glimpse,
@@ -79,7 +79,14 @@ class AgentOptions(TypedDict, total=False):
     """``None``: a second, usually smaller, model for summaries; without one the
     offline extractive summarizer is used."""
     budget: Budget | None
-    """``None``: read the window from ``model``'s profile."""
+    """``None``: ``Budget.for_window(window)``, the window read from ``model``'s
+    profile (``profile["max_input_tokens"]``) unless ``window`` is given. A model
+    whose profile does not say (a local or unlisted model) is refused: sending
+    it a guessed window's prompt would overflow it (an 8K model sent 106K)."""
+    window: int | None
+    """``None``: the model's context window in tokens, for a model whose profile
+    does not give it (``window=8192``); the budget is then
+    ``Budget.for_window(window)``. Give ``budget`` or ``window``, not both."""
     always_include: Sequence[str]
     """``()``: tools bound on every call, never evicted."""
     tool_capacity: int | None
@@ -114,10 +121,12 @@ class AgentOptions(TypedDict, total=False):
     strategy's archive, and on ``memory`` if given), and give the model a
     ``glimpse`` tool for whole originals
     (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
-    the archive is the thread's own. With ``strategy="tiered"``, compressions then
-    go deeper and come rarer (to
-    :data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room), as
-    recall brings back what they remove and each costs the prompt cache."""
+    the archive is the thread's own. A new question is shown what recall finds,
+    up to the room the prompt leaves under the red line. With
+    ``strategy="tiered"``, compressions then aim deeper and come rarer (to
+    :data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room, never
+    below what the protected turns need), as recall brings back what they
+    remove and each costs the prompt cache."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -154,8 +163,9 @@ class AgentOptions(TypedDict, total=False):
     no marks (add your own)."""
     recall_refresh: RecallRefresh
     """``"delta"``: each turn's user message keeps the recall lines it brought that
-    no earlier turn showed, byte-identical until the next compression, so a
-    provider's prompt cache keeps serving the earlier turns; ``"call"``: a fresh
+    no earlier turn showed (all its call's block held, sized to the room left),
+    byte-identical until the next compression, so a provider's prompt cache keeps
+    serving the earlier turns; ``"call"``: a fresh
     block on every call, in the last user message; ``"compression"``: one block
     kept after the summaries until the next compression (the fewest recall
     tokens, the least fresh). See :class:`~langgraph_ctx.middleware.ProviderPlacement`."""
@@ -283,7 +293,7 @@ def build_context_agent(
     registry = ToolRegistry(tools, always_include=always_include)
     pipeline = Pipeline(
         [*_builtins(registry, options, strategy, recall), *options.get("middleware", ())],
-        budget=options.get("budget") or Budget.from_model(model),
+        budget=_budget(model, options),
         tools=registry.bound,
         system_prompt=options.get("system_prompt"),
         events=options.get("events"),
@@ -303,6 +313,31 @@ def _check_all(model: Any, options: Any) -> None:
         )
     _check_options(options)
     _check_model(model, options)
+
+
+def _budget(model: BaseChatModel, options: AgentOptions) -> Budget:
+    """``budget``, else ``window``'s, else the model profile's window's; a model with
+    no known window is refused, with how to give one."""
+    budget, window = options.get("budget"), options.get("window")
+    if budget is not None and window is not None:
+        raise ConfigurationError(
+            "window", f"give budget= or window=, not both (budget.window={budget.window})"
+        )
+    if budget is not None:
+        return budget
+    if window is None:
+        window = model_window(model)
+    if window is None:
+        name = getattr(model, "model_name", None) or getattr(model, "model", None)
+        raise ConfigurationError(
+            "window",
+            f"the context window of {type(model).__name__}"
+            + (f" {name!r}" if isinstance(name, str) else "")
+            + " is unknown (its profile has no 'max_input_tokens'): pass window=<tokens> "
+            "(e.g. window=8192) or budget=Budget.for_window(8192)",
+        )
+    check_int("window", window, least=1)
+    return Budget.for_window(window)
 
 
 def _check_model(model: Any, options: AgentOptions) -> None:

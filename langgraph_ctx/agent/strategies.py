@@ -65,8 +65,9 @@ def strategy_middleware(
     ``nodes``: what :func:`~langgraph_ctx.agent.create_context_agent` builds, for a
     pipeline of your own (and for the fuzz suite, which runs every name in
     :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
-    recall over the archive is on, so tiered compression goes deeper
-    (:data:`~langgraph_ctx.middleware.compression.RECALL_TARGET`)."""
+    recall over the archive is on, so tiered compression aims deeper
+    (:data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room,
+    never below what the protected turns need)."""
     if isinstance(strategy, AGENT_OWN):
         raise ConfigurationError(
             "strategy",

@@ -7,22 +7,27 @@ later call pays:
 - ``"delta"`` (the default): each turn's user message carries the lines of its
   recall block not already shown since the last compression, and keeps them,
   byte-identical, on every later call. A turn pays for its new lines only;
-  earlier turns, their blocks included, stay a cached prefix. A turn adds at
-  most ``per_turn`` of recall's limit (its best new lines that fit, in recall's
-  order; the best one alone if none does): recall fills the room it has with
-  whatever ranks, and a turn that kept all of it would pay for lines it did not
-  ask about and leave less room for the turns after it. The model sees the best lines of this
-  call's block and every line shown since the last compression. A turn takes
-  what the blocks kept leave of recall's auxiliary limit; once they fill it, a
-  turn adds its best line alone (the blocks kept are counted with the
-  messages, so pre-flight's red line, and the compression it triggers, still
-  bound them). Earlier turns' blocks are never given up between compressions:
-  giving up the latest turns' blocks, turn after turn, changed the prompt a few
-  turns back on every call, and on Anthropic's cache, whose entries are only
-  where earlier prompts ended, each such call missed the whole prompt (91.2% of
-  the prompt cacheable over 1,000 turns, ``benchmarks/prompt_cache.py``). A
-  compression rewrites everything after the summaries anyway: then this call's
-  block starts over, whole.
+  earlier turns, their blocks included, stay a cached prefix. A turn adds every
+  new line of its call's block: recall sized that block to the room the prompt
+  leaves under the red line, so a new question is shown what recall finds for
+  it, scaled to the room actually free. (``per_turn``, a share of recall's
+  limit, caps it instead: its best new lines that fit, the best one alone if
+  none does, and within what the other turns' blocks leave of the limit; the
+  former default, 0.025, was less than one line at a small window, and a new
+  question got one snippet, often not the one it needed.) The model sees the
+  lines of this call's block and every line shown since the last compression.
+  The blocks kept are counted with the messages, so pre-flight's red line, and
+  the compression it triggers, bound them; a compression gives them up (it
+  rewrites everything after the summaries anyway), and so does a call whose
+  prompt they would push past the red line (recall sizes its block as if they
+  were given up, :meth:`~langgraph_ctx.middleware._room.RoomFiller.room`): a
+  new question's lines come before lines other questions asked for. Otherwise
+  earlier turns' blocks are never given up between compressions: giving up the
+  latest turns' blocks, turn after turn, changed the prompt a few turns back on
+  every call, and on Anthropic's cache, whose entries are only where earlier
+  prompts ended, each such call missed the whole prompt
+  (``benchmarks/prompt_cache.py``). After a compression this call's block starts
+  over, whole.
 - ``"compression"``: one block kept, byte-identical, as stable context right
   after the summaries, until the stable prefix changes (a compression); then
   this call's block replaces it. The fewest recall tokens sent, but recall
@@ -113,13 +118,15 @@ class _Shown:
         return shown
 
 
-DEFAULT_PER_TURN = 0.025
-"""``per_turn`` by default: a fortieth of recall's limit (500 tokens of a 128K
-window's 20,000), about three archived snippets."""
+DEFAULT_PER_TURN: float | None = None
+"""``per_turn`` by default: no share; a turn adds its call's block whole (the lines
+not shown yet), which recall sized to the room the prompt leaves. A fixed share
+of recall's limit (0.025 was the default) is less than one line at a small
+window: a new question then got one snippet, often not the one it needed."""
 
 
 def delta_recall(
-    messages: Sequence[BaseMessage], ctx: CallContext, per_turn: float = DEFAULT_PER_TURN
+    messages: Sequence[BaseMessage], ctx: CallContext, per_turn: float | None = DEFAULT_PER_TURN
 ) -> list[BaseMessage]:
     """``messages`` with the kept recall blocks in their turns' user messages and this
     call's best new lines in the last one's, instead of this call's block (see the
@@ -152,6 +159,17 @@ def delta_recall(
             shown.fresh = (text, ctx.counter.count_message(fresh))
         fresh_raw = shown.fresh[1]
         _add(shown, str(human.id), block_lines(text), _limit(fresh), per_turn, ctx)
+    if shown.lines and _crowding(ctx, sum(shown.tokens.values()), fresh_raw):
+        # The blocks kept no longer fit with the conversation and this turn's lines
+        # (recall sized its block as if they were given up: see RoomFiller.room;
+        # or this turn's tool results outgrew the room its block was made for):
+        # given up, as a compression would, rather than the conversation cut for
+        # them or a new question left without room. This call's block, which fits
+        # the room now, starts the turn's lines over.
+        for anchor in list(shown.lines):
+            shown.drop(anchor)
+        if fresh is not None:
+            _add(shown, str(human.id), block_lines(text), _limit(fresh), per_turn, ctx)
     kept = sum(shown.tokens.values())
     # Sent inside user messages: counted with the messages, as the prompt ceiling
     # recounts them, instead of as system (pre-flight's) or auxiliary (recall's).
@@ -162,6 +180,21 @@ def delta_recall(
     ctx.session.scratch[_SHOWN] = shown
     _persist(ctx, _SAVED, shown.saved(), saved)
     return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
+
+
+def _crowding(ctx: CallContext, kept: int, fresh_raw: int) -> bool:
+    """Whether the prompt, with ``kept`` raw tokens of blocks in place of what
+    pre-flight reserved and of this call's block (``fresh_raw``), passes the red
+    line (or, under a hard message cap, the messages and ``kept`` pass the cap)."""
+    report = ctx.usage
+    if report is None:
+        return False
+    apply = ctx.session.calibration.apply
+    reserved = apply(ctx.session.reserved.get(_SHOWN, 0))
+    if report.total - reserved - apply(fresh_raw) + apply(kept) > ctx.budget.red_line:
+        return True
+    messages = report.used.get("messages", 0) + apply(kept)
+    return ctx.budget.messages_cap and messages > ctx.budget.messages
 
 
 def release(ctx: CallContext, keep: str | None = None) -> None:
@@ -198,18 +231,29 @@ def _saved(ctx: CallContext, key: str = _SAVED) -> Mapping[str, Any] | None:
 
 
 def _add(
-    shown: _Shown, anchor: str, fresh: list[str], limit: int, per_turn: float, ctx: CallContext
+    shown: _Shown,
+    anchor: str,
+    fresh: list[str],
+    limit: int,
+    per_turn: float | None,
+    ctx: CallContext,
 ) -> None:
-    """This turn's block: ``fresh``'s best lines not shown yet, added to what it holds
-    up to ``per_turn`` of ``limit`` and within what the other turns' blocks leave of
-    ``limit``; past it, a turn that holds none takes its best line alone. Earlier
-    turns' blocks are never given up (see the module docstring)."""
+    """This turn's block: ``fresh``'s best lines not shown yet, added to what it holds.
+    ``per_turn=None``: up to the size of ``fresh`` (the block recall fitted to the
+    room this call leaves), whatever the other turns' blocks hold: they are counted
+    with the messages, and compression makes room. A share: up to ``per_turn`` of
+    ``limit`` and within what the other turns' blocks leave of ``limit``; past it,
+    a turn that holds none takes its best line alone. Earlier turns' blocks are
+    never given up (see the module docstring)."""
     apply, count = ctx.session.calibration.apply, ctx.counter.count_text
     seen = shown.seen()
     held = shown.lines.get(anchor, [])
     others = sum(t for a, t in shown.tokens.items() if a != anchor)
-    room = limit - apply(others + count(block_text([]) + "\n\n"))
-    cap = max(0, min(int(per_turn * limit), int(room)))
+    if per_turn is None:
+        cap = apply(sum(count(line + "\n") for line in fresh))
+    else:
+        room = limit - apply(others + count(block_text([]) + "\n\n"))
+        cap = max(0, min(int(per_turn * limit), int(room)))
     new = _best(held, [line for line in fresh if line not in seen], cap, ctx)
     if not new:
         return
@@ -219,7 +263,7 @@ def _add(
     if anchor in shown.lines:
         shown.drop(anchor)
     shown.lines[anchor], shown.text[anchor], shown.tokens[anchor] = lines, text, cost
-    if apply(others + cost) > limit:  # counted with the messages: compression makes room
+    if per_turn is not None and apply(others + cost) > limit:  # compression makes room
         ctx.record("recall_over_limit", {"tokens": others + cost, "limit": limit})
 
 

@@ -19,5 +19,17 @@ class RoomFiller(Middleware):
 
     @staticmethod
     def room(ctx: CallContext) -> int:
-        """Tokens left under the red line by the prompt as measured so far."""
-        return max(0, ctx.budget.red_line - ctx.measured().total)
+        """Tokens left under the red line by the prompt as measured so far, the
+        recall blocks kept from earlier calls (reserved) included, as they are
+        given up for what this call brings back if both do not fit (placement,
+        :mod:`~langgraph_ctx.middleware._recall_refresh`): a new question is
+        shown what recall finds for it before lines other questions asked for.
+        Under a hard message cap (:meth:`~langgraph_ctx.budget.Budget.for_messages`),
+        also within what the messages leave of the cap: what is brought back
+        shares it with the conversation."""
+        report = ctx.measured()
+        kept = ctx.session.calibration.apply(sum(ctx.session.reserved.values()))
+        room = ctx.budget.red_line - report.total + kept
+        if ctx.budget.messages_cap:
+            room = min(room, ctx.budget.messages - report.used.get("messages", 0))
+        return max(0, room)

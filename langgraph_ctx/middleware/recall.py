@@ -17,8 +17,8 @@ re-measured it), so it must run after :class:`PreflightCheck`. Per call:
    passage among the candidates and the names asked about
    (:mod:`~langgraph_ctx.retrieval.passages`; the archive found them by their
    best passage in the whole thread; over-fetched for both), then include, best
-   score first, each snippet that still fits the auxiliary tokens pre-flight
-   left, and never past the red line: an archived original as the passage its
+   score first, each snippet that still fits the room the prompt leaves under
+   the red line (within ``max_tokens`` if set): an archived original as the passage its
    search matched and its next best, with its message id and the summary that
    covers it (``glimpse`` gets the whole of it), a memory as its text;
 4. inject them as ONE ephemeral system message, after the leading system
@@ -124,7 +124,9 @@ class MemoryRecall(RoomFiller):
                 for what the history no longer holds.
             timeout: seconds the stores may take (searches and session summary
                 together) before the call goes on without recall.
-            max_tokens: a cap below the auxiliary budget pre-flight leaves.
+            max_tokens: the most a block may take (default: the room the prompt
+                leaves under the red line), and the most the blocks kept from
+                earlier turns take together (default: the auxiliary allocation).
             snippet_tokens: the most one archived original takes in the block:
                 its passages that best match the query, in order.
             archive_hits: archived originals shown at most; four times as many are
@@ -193,19 +195,21 @@ class MemoryRecall(RoomFiller):
     # -- the steps -----------------------------------------------------------
 
     def _request(self, view: View, ctx: CallContext) -> _Request | None:
-        report = ctx.measured()
         config = ctx.config
         scope = self.bank.scope(config) if self.bank is not None else None
         thread = ctx.thread_id if self.archive is not None else None
-        # Within the auxiliary allocation, and never past the red line: a pinned
-        # system prompt over its own share is not covered by rebalancing.
-        # The auxiliary allocation as configured: rebalancing lends what recall
-        # leaves unused to other components, and must not shrink what blocks kept
-        # from earlier turns (counted as system content) may take.
+        # The room the prompt leaves under the red line, whatever the auxiliary
+        # share: that share is sized for a 128K window (2.5 snippets at 4K), and
+        # the room past it is the room compression left, which recall is there to
+        # fill (at 4K the question used to be sent 0.62 of its budget). Within
+        # max_tokens if set. ``limit`` (what blocks kept from earlier turns may
+        # take together) is the auxiliary allocation as configured: rebalancing
+        # lends what recall leaves unused to other components.
         limit = ctx.budget.auxiliary
         if self.max_tokens is not None:
             limit = min(limit, self.max_tokens)
-        budget = max(0, min(report.remaining("auxiliary"), limit, self.room(ctx)))
+        room = self.room(ctx)
+        budget = max(0, room if self.max_tokens is None else min(room, self.max_tokens))
         if self.bank is not None and scope is None:
             self._say_no_scope(ctx, thread is not None)
         if (scope is None and thread is None) or budget <= 0:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LanguageModelInput, ModelProfile
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -34,6 +34,11 @@ Reply = AIMessage | str | Callable[..., AIMessage | str]
 """A reply, or a function of the messages (and, if it takes two arguments, the
 bound tool schemas) that returns one."""
 StructuredReply = Any  # a dict, a pydantic instance, or a function of the messages
+
+
+SCRIPTED_WINDOW = 128_000
+"""The scripted model's window by default: a common provider window (GPT-4o's), so
+an agent built on it with no budget gets ``Budget.for_window(128_000)``."""
 
 
 class ScriptExhaustedError(ContextRunError):
@@ -81,6 +86,10 @@ class ScriptedChatModel(BaseChatModel):
     report_usage: bool = True
     keep_calls: int | None = Field(default=None, ge=0)
     model_name: str = "scripted"
+    window: int | None = Field(default=SCRIPTED_WINDOW, gt=0)
+    """The context window its profile gives (``profile["max_input_tokens"]``), as
+    a provider's model declares it; ``None``: a model whose window is unknown (a
+    local one), which ``create_context_agent`` refuses without ``window=``."""
 
     _calls: deque[ModelCall] = PrivateAttr(default_factory=deque)
     _cursors: dict[bool, int] = PrivateAttr(default_factory=lambda: {False: 0, True: 0})
@@ -91,6 +100,9 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "scripted"
+
+    def _resolve_model_profile(self) -> ModelProfile | None:
+        return None if self.window is None else {"max_input_tokens": self.window}
 
     @property
     def calls(self) -> list[ModelCall]:

@@ -46,7 +46,7 @@ class Drifting(ScriptedChatModel):
 def run(
     refresh: str,
     turns: int = 40,
-    per_turn: float = 1.0,
+    per_turn: float | None = 1.0,
     processes: int = 1,
     schema: Any = None,
     usage: bool | str = True,
@@ -252,10 +252,12 @@ def test_delta_past_the_recall_limit_a_turn_adds_its_best_line_alone_and_the_rep
     _reports_match(model, events)
 
 
-@pytest.mark.parametrize("per_turn", [0.025, 0.3])
-def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float) -> None:
+@pytest.mark.parametrize("per_turn", [0.025, 0.3, None])
+def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float | None) -> None:
+    """``None`` (the default): a turn adds its call's block whole (what it has not
+    shown yet), which recall fitted to the room the prompt leaves."""
     model, events, _ = run("delta", turns=60, per_turn=per_turn)
-    cap = per_turn * BUDGET.auxiliary
+    cap = BUDGET.red_line if per_turn is None else per_turn * BUDGET.auxiliary
     counter = TokenCounter()
     found = [e["data"] for e in events if e["kind"] == "recall"]
     assert len(found) == len(model.calls)
@@ -279,7 +281,10 @@ def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float) -> 
                 or f"Shipments to {city}" in added[0]
                 or all(f"Shipments to {city}" not in line for line in added)
             )
-    assert (several > 0) == (per_turn > 0.1)  # the small share adds one line a turn
+    # The small share adds one line a turn.
+    assert (several > 0) == (per_turn is None or per_turn > 0.1)
+    if per_turn is None:
+        _reports_match(model, events)  # and no call passed the red line
 
 
 def test_a_compression_keeps_the_prefix_up_to_the_new_summary() -> None:
