@@ -38,7 +38,11 @@ from langgraph_ctx.agent import (
 from langgraph_ctx.cli.inspect import format_inspection, inspect_session
 from langgraph_ctx.storage._pgconn import open_pool
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.storage.checkpointers import archive_from_url, checkpointer_from_url
+from langgraph_ctx.storage.checkpointers import (
+    archive_from_url,
+    async_checkpointer_from_url,
+    checkpointer_from_url,
+)
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.postgres import PostgresEventSink
 from langgraph_ctx.testing import ScriptedChatModel
@@ -318,3 +322,12 @@ def _namespaces(url: str) -> list[str]:
 
     with psycopg.connect(url) as conn:
         return [str(ns) for (ns,) in conn.execute(sql)]
+
+
+async def test_an_async_saver_from_a_url_keeps_the_archive_in_its_database(url: str) -> None:
+    async with async_checkpointer_from_url(url) as saver:
+        agent = small_agent(saver, recall=True)
+        for i in range(14):
+            await agent.ainvoke({"messages": [turn(i)]}, CONFIG)
+        assert strategy_of(agent).original("t", "u1").text == turn(1).text
+    assert "u1" in archived_ids(url, "t") and events_of(url, "t")

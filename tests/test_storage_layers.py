@@ -12,7 +12,8 @@ LAYERS = [
     {"_base", "migrations", "_pgsearch"},
     {"archive", "events", "locks", "_pgtable"},
     {"postgres", "memory_index"},
-    {"checkpointers", "stores"},
+    {"checkpointers"},
+    {"stores"},
 ]
 
 

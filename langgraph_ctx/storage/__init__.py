@@ -28,7 +28,8 @@ there is no import cycle, not even through a function-level import
 4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;
 6. ``postgres``, ``memory_index``;
-7. ``checkpointers``, ``stores``.
+7. ``checkpointers``;
+8. ``stores``.
 
 psycopg is the optional ``postgres`` extra: nothing here imports it until a
 PostgreSQL URL is used.

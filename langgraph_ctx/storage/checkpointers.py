@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -56,7 +57,27 @@ from langgraph_ctx.storage.migrations import migrate
 from langgraph_ctx.storage.postgres import PostgresArchive
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 
-__all__ = ["archive_from_url", "async_checkpointer_from_url", "checkpointer_from_url"]
+__all__ = [
+    "archive_from_url",
+    "async_checkpointer_from_url",
+    "checkpointer_from_url",
+    "opened_from",
+]
+
+_URLS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""The URL each async saver opened here came from (see :func:`opened_from`)."""
+
+
+def opened_from(saver: object) -> str | None:
+    """The URL :func:`async_checkpointer_from_url` opened ``saver`` from, else ``None``.
+
+    An async saver's connection serves one event loop, while the archive is also
+    read from other threads (``glimpse``, a sync ``invoke``): what shares its
+    database opens connections of its own from this URL."""
+    try:
+        return _URLS.get(saver)
+    except TypeError:  # not weak-referenceable: not one of ours
+        return None
 
 
 @contextmanager
@@ -106,7 +127,9 @@ async def async_checkpointer_from_url(
 
         conn = await aiosqlite.connect(db.path)
         try:
-            yield AsyncSqliteSaver(conn)
+            saver = AsyncSqliteSaver(conn)
+            _URLS[saver] = db.url
+            yield saver
         finally:
             await conn.close()
     else:
@@ -114,7 +137,9 @@ async def async_checkpointer_from_url(
 
         pool = await _pgconn.open_async_pool(db.url, max_size=max_connections)
         try:
-            yield AsyncPostgresSaver(pool)
+            async_saver = AsyncPostgresSaver(pool)
+            _URLS[async_saver] = db.url
+            yield async_saver
         finally:
             await pool.close()
 

@@ -22,12 +22,18 @@ What can be reached safely, and how:
   every use of it: psycopg serves one transaction at a time on a connection.
 - ``InMemorySaver``, or SQLite's ``:memory:``: ``None``. The checkpoints die with
   the process, and the archive and event log stay in memory with them.
-- Any other saver (the async savers, whose connections belong to one event loop
-  while ``glimpse`` and ``invoke`` read the archive from other threads; other
-  backends): ``None``, with a warning naming ``archive=`` and ``events=``.
+- An async saver from ``async_checkpointer_from_url``
+  (:mod:`~langgraph_ctx.storage.checkpointers`): the same tables, on connections
+  of their own opened from its URL (the SQLite file, or a small PostgreSQL pool;
+  migrated when the saver was opened). Not the saver's: its connection serves one
+  event loop, while ``glimpse`` and a sync ``invoke`` read the archive from other
+  threads.
+- Any other saver (an async saver made elsewhere, whose URL is not known here;
+  other backends): ``None``, with a warning naming ``archive=`` and ``events=``.
 
-The package's tables are migrated into the database first when they are not up
-to date (through the saver's own connection for PostgreSQL). Stores opened
+For the savers above it, the package's tables are migrated into the database
+first when they are not up to date (through the saver's own connection for
+PostgreSQL). Stores opened
 here are the caller's to close (:meth:`SessionStores.close`); a pool or a
 connection they share stays the saver's.
 """
@@ -48,10 +54,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage._base import Closing
 from langgraph_ctx.storage.archive import MessageArchive, SQLiteArchive
+from langgraph_ctx.storage.checkpointers import opened_from
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.migrations import LOCK_TIMEOUT, load_migrations
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.storage.urls import parse_url
 
 __all__ = ["SessionStores", "stores_beside"]
 
@@ -84,18 +92,14 @@ def stores_beside(saver: BaseCheckpointSaver[Any]) -> SessionStores | None:
 
     if isinstance(inner, SqliteSaver):
         path = _sqlite_file(inner)
-        if path is None:
-            return None
-        archive = SQLiteArchive(path)
-        try:
-            return SessionStores(archive, SQLiteEventSink(path), f"SQLite file {path!r}")
-        except BaseException:
-            archive.close()
-            raise
+        return None if path is None else _sqlite(path)
     # A PostgresSaver exists only if its module was imported: never import psycopg here.
     postgres = sys.modules.get("langgraph.checkpoint.postgres")
     if postgres is not None and isinstance(inner, postgres.PostgresSaver):
         return _postgres(inner)
+    url = opened_from(inner)
+    if url is not None:
+        return _from_url(url)
     logger.warning(
         "the archive and the event log stay in memory: %s's database is not one this "
         "package can share (a restart loses what compression archived); pass archive= "
@@ -104,6 +108,30 @@ def stores_beside(saver: BaseCheckpointSaver[Any]) -> SessionStores | None:
         type(inner).__name__,
     )
     return None
+
+
+def _from_url(url: str) -> SessionStores | None:
+    """Stores of their own on the database ``url`` names (migrated when it was opened)."""
+    db = parse_url(url)
+    if db.kind == "memory" or db.path == ":memory:":
+        return None
+    if db.kind == "sqlite":
+        return _sqlite(db.path)
+    archive = PostgresArchive(db.url)
+    try:
+        return SessionStores(archive, PostgresEventSink(db.url), db.redacted)
+    except BaseException:
+        archive.close()
+        raise
+
+
+def _sqlite(path: str) -> SessionStores:
+    archive = SQLiteArchive(path)
+    try:
+        return SessionStores(archive, SQLiteEventSink(path), f"SQLite file {path!r}")
+    except BaseException:
+        archive.close()
+        raise
 
 
 def _sqlite_file(saver: Any) -> str | None:
