@@ -4,7 +4,8 @@ at 2K to 128K windows, on BFCL memory, tau-bench and multi-session conversations
 Run from the repo root::
 
     python benchmarks/answers_kept.py [--quick] [--windows 2000 4000 ...]
-        [--strategies tiered pace ...] [--workloads conversations bfcl tau] [--no-peer]
+        [--strategies tiered pace ...] [--workloads conversations bfcl tau] [--peers ...]
+        [--seed N] [--sessions N] [--workers N]
 
 What a user gets: ``create_context_agent(model, tools, budget=Budget.for_window(W),
 strategy=..., recall=...)`` and every other option at its default (``think`` on), a
@@ -33,12 +34,20 @@ in the prompt ``call_llm`` receives on that turn (the first ``call_llm`` call: w
   out of the search.
 
 A cell that raises shows the error's class (and the turn) instead of a number; the
-run goes on. At 32K and 128K every model call (``think``'s and ``call_llm``'s, in the
-order a provider receives them) is measured on the real ``ChatOpenAI`` and
+run goes on. The peers (LangChain's ``SummarizationMiddleware`` on ``create_agent``,
+langmem's ``summarize_messages`` in a node) replay the same turns without ``think``
+and without recall, their summaries written by the package's offline extractive
+summarizer behind the chat-model interface, settings derived from the window as
+``harness.peers`` derives them.
+
+At 32K and 128K every model call is measured on the real ``ChatOpenAI`` and
 ``ChatAnthropic`` payloads under each provider's caching rules
-(``benchmarks/harness/provider_cache.py``): the share of prompt tokens served from
-the cache, and the cost per kept answer at Claude Sonnet 4.5's prices (reads 0.1x,
-writes 1.25x of $3 per million input tokens), as ``prompt_cache`` prices them.
+(``benchmarks/harness/provider_cache.py``), ``think``'s calls and ``call_llm``'s each
+as their own sequence (as ``prompt_cache_think`` measures them: the OpenAI meter
+compares a call with the one before it only): the share of prompt tokens a cache
+would serve, and the cost per kept answer at Claude Sonnet 4.5's prices (reads 0.1x,
+writes 1.25x of $3 per million input tokens), as ``prompt_cache`` prices them; ours
+pays for ``think``'s calls too, the peers make none.
 """
 
 from __future__ import annotations
@@ -59,6 +68,7 @@ from typing import Any
 
 from _common import emit, header, table
 from harness.conversations import generate_conversation
+from harness.realdata import SCENARIOS
 from harness.session import holds, prompt_text
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
@@ -74,8 +84,11 @@ STRATEGIES = ("tiered", "adacom", "arc", "bacm", "pace")
 WINDOWS = (2_000, 4_000, 8_000, 32_000, 128_000)
 CACHE_WINDOWS = (32_000, 128_000)
 WORKLOADS = ("conversations", "bfcl", "tau")
-QUICK_BFCL = ("finance",)
-FULL_BFCL = ("finance", "healthcare", "notetaker")
+HELD_OUT = 1_000
+"""The full run's first conversation seed: none that a test or ``--quick`` uses, so
+defaults tuned on those are checked on conversations they have not seen."""
+BFCL_SCENARIOS = ("finance",)
+"""The BFCL scenarios run by default (all five take about 4x as long)."""
 BASE_PER_MTOK, CACHE_READ, CACHE_WRITE = 3.00, 0.10, 1.25  # Claude Sonnet 4.5 (prompt_cache.py)
 
 
@@ -121,7 +134,7 @@ class Workload:
 
 
 def conversations(quick: bool, seed: int, sessions: int | None = None) -> Workload:
-    count, size = (1, 6) if quick else (2, 10)
+    count, size = (1, 4) if quick else (1, 8)
     size = sessions or size
     dialogues = []
     for k in range(count):
@@ -145,30 +158,28 @@ def conversations(quick: bool, seed: int, sessions: int | None = None) -> Worklo
     )
 
 
-def bfcl(quick: bool, data: Path) -> Workload:
+def bfcl(quick: bool, data: Path, scenarios: Sequence[str] = BFCL_SCENARIOS) -> Workload:
     from harness.realdata import _jsonl
 
     base = data / "bfcl-memory"
     answers = {a["id"]: a for a in _jsonl(base / "BFCL_v4_memory_answer.json")}
     questions = _jsonl(base / "BFCL_v4_memory.json")
     dialogues = []
-    for scenario in QUICK_BFCL if quick else FULL_BFCL:
+    for scenario in scenarios:
         turns = []
         for conv in _jsonl(base / f"memory_{scenario}.json"):
             for turn in conv["question"]:
                 turns.append(Turn(tuple(m["content"] for m in turn), (AIMessage("ok"),)))
         asked = [q for q in questions if q["scenario"] == scenario]
-        for q in asked[:10] if quick else asked:
+        for q in asked[:8] if quick else asked:
             gold = tuple(answers[q["id"]]["ground_truth"])
             probe = Probe(q["id"], (gold,), False)
             turns.append(Turn((q["question"][-1][-1]["content"],), (AIMessage("ok"),), (probe,)))
         dialogues.append(Dialogue(f"bfcl {scenario}", tuple(turns)))
     n = sum(len(d.turns) for d in dialogues)
     q = sum(len(t.probes) for d in dialogues for t in d.turns)
-    scope = (
-        "the finance scenario, its first 10 questions"
-        if quick
-        else (f"the {', '.join(FULL_BFCL)} scenarios (customer and student left out for time)")
+    scope = f"scenario(s) {', '.join(scenarios)}, " + (
+        "the first 8 questions of each" if quick else "all their questions"
     )
     return Workload(
         "bfcl", "BFCL v4 memory", tuple(dialogues), f"{scope}; {n} turns, {q} questions"
@@ -180,7 +191,7 @@ def tau(quick: bool, data: Path, count: int | None = None) -> Workload:
 
     raw = json.loads((data / "tau-bench" / "gpt-4o-airline.json").read_text("utf-8"))
     chosen = [t for t in raw if t["trial"] == 0 and t["info"]["task"]["actions"]]
-    chosen = chosen[: count or (3 if quick else 12)]
+    chosen = chosen[: count or (2 if quick else 4)]
     dialogues = []
     for traj in chosen:
         turns: list[Turn] = []
@@ -358,7 +369,11 @@ def run_cell(
                 # Each node's calls as their own sequence (as prompt_cache_think measures):
                 # the OpenAI meter compares a call with the one before it only.
                 meters = {node: ProviderMeters(tokens) for node in ("call_llm", "think")}
-            played = play(dialogue, strategy, recall, window, folder / f"{n}.sqlite", cell, meters)
+            db = folder / f"{n}.sqlite"
+            if strategy in PEERS:
+                played = play_peer(dialogue, strategy, window, db, cell, meters)
+            else:
+                played = play(dialogue, strategy, recall, window, db, cell, meters)
             if played is not None:
                 cell.error = played
                 break
@@ -411,6 +426,116 @@ def play(
     return None
 
 
+# -- the peers: the same turns through LangChain's agent and langmem -----------------------
+
+PEERS = {
+    "summarization": "LangChain `SummarizationMiddleware` on `create_agent`",
+    "langmem": "langmem `summarize_messages` before each call",
+}
+"""Peers, by name: no recall, no ``think``; summaries by the package's offline extractive
+summarizer behind the chat-model interface (``harness.summaries.ExtractiveChatModel``),
+settings derived from the window as ``harness.peers`` derives them."""
+
+
+def play_peer(
+    dialogue: Dialogue, peer: str, window: int, db: Path, cell: Cell, meters: Any
+) -> str | None:
+    """One dialogue through a peer: the first model call of a question's turn answers it."""
+    from harness.summaries import ExtractiveChatModel
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langgraph_ctx.compression import ExtractiveSummarizer
+
+    player = Player(dialogue, cell, meters)
+    queue = {k: deque(v) for k, v in dialogue.results.items()}
+    tools = [
+        RecordedTool(name=t, description=f"The airline system's {t} operation.", queue=queue)
+        for t in dialogue.tools
+    ]
+    model = ScriptedChatModel(default=player.act, keep_calls=0)
+    counter = TokenCounter()
+    limit, summary = Budget.for_window(window).red_line, min(2_000, window // 16)
+    summarizer = ExtractiveChatModel(max_tokens=summary, summarizer=ExtractiveSummarizer())
+    policy = counter.count_text(dialogue.system) + 3 if dialogue.system else 0
+    at = "setup"
+    try:
+        with SqliteSaver.from_conn_string(str(db)) as saver:
+            if peer == "summarization":
+                agent = _summarization_agent(model, tools, dialogue.system, saver, summarizer,
+                                             limit - policy,
+                                             int(window * 0.55) - summary - policy)  # fmt: skip
+            else:
+                agent = _langmem_agent(model, tools, dialogue.system, saver, summarizer,
+                                       limit, limit - summary - policy, summary)  # fmt: skip
+            config: Any = {"configurable": {"thread_id": dialogue.name}}
+            for i, turn in enumerate(dialogue.turns):
+                at = f"turn {i}"
+                player.start(turn)
+                config["recursion_limit"] = 25 + 4 * len(turn.replies)
+                agent.invoke({"messages": [HumanMessage(u) for u in turn.user]}, config)
+    except Exception as e:  # a cell that fails shows why, and the run goes on
+        print(f"  {dialogue.name} {peer} {window}: {at}: {type(e).__name__}: {e}", file=sys.stderr)
+        return f"{type(e).__name__} ({dialogue.name}, {at})"
+    return None
+
+
+def _summarization_agent(
+    model: Any, tools: Any, system: str | None, saver: Any, summarizer: Any, trigger: int,
+    keep: int
+) -> Any:  # fmt: skip
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+
+    counter = TokenCounter()
+    middleware = SummarizationMiddleware(
+        summarizer,
+        trigger=("tokens", trigger),
+        keep=("tokens", keep),
+        token_counter=lambda ms: counter.count_messages(list(ms)),
+        summarizer=lambda messages: summarizer.invoke(messages).text,
+    )
+    return create_agent(
+        model, tools, system_prompt=system, middleware=[middleware], checkpointer=saver
+    )
+
+
+def _langmem_agent(
+    model: Any, tools: Any, system: str | None, saver: Any, summarizer: Any, limit: int,
+    before: int, summary: int
+) -> Any:  # fmt: skip
+    from langchain_core.messages import SystemMessage
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+    from langmem.short_term import RunningSummary, summarize_messages
+
+    counter = TokenCounter()
+    carried: dict[str, RunningSummary | None] = {"summary": None}  # one thread per agent
+    bound = model.bind_tools(tools) if tools else model
+    head = [SystemMessage(system, id="policy")] if system else []
+
+    def call_llm(state: MessagesState) -> dict[str, Any]:
+        result = summarize_messages(
+            [*head, *state["messages"]],
+            running_summary=carried["summary"],
+            model=summarizer,
+            max_tokens=limit,
+            max_tokens_before_summary=before,
+            max_summary_tokens=summary,
+            token_counter=lambda ms: counter.count_messages(list(ms)),
+        )
+        carried["summary"] = result.running_summary
+        return {"messages": [bound.invoke(result.messages)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("call_llm", call_llm)
+    builder.add_edge(START, "call_llm")
+    if tools:
+        builder.add_node("tools", ToolNode(tools))
+        builder.add_conditional_edges("call_llm", tools_condition)
+        builder.add_edge("tools", "call_llm")
+    return builder.compile(checkpointer=saver)
+
+
 # -- the run ------------------------------------------------------------------------------
 
 
@@ -450,7 +575,7 @@ def pct(cell: Cell) -> str:
 
 
 def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[str],
-               windows: Sequence[int]) -> list[str]:  # fmt: skip
+               windows: Sequence[int], peers: Sequence[str] = ()) -> list[str]:  # fmt: skip
     """Strategies by window, each cell recall off -> on; a drop is marked."""
     rows = []
     for s in strategies:
@@ -462,6 +587,9 @@ def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
                 mark = " **(on < off)**"
             row.append(f"{pct(off)} → {pct(on)}{mark}")
         rows.append(row)
+    for peer in peers:
+        rows.append([f"peer: {PEERS[peer]}", *[f"{pct(cells[(peer, False, w)])} (no recall)"
+                                              for w in windows]])  # fmt: skip
     asked = max(c.probes for c in cells.values())
     head = ["strategy", *[f"{w // 1000}K: off → on" for w in windows]]
     return [*table(head, rows), "", f"Answers per cell: {asked}."]
@@ -472,7 +600,7 @@ def cost_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
     rows = []
     for w in windows:
         for s in strategies:
-            for recall in (False, True):
+            for recall in (False,) if s in PEERS else (False, True):
                 c = cells[(s, recall, w)]
                 if c.error:
                     rows.append([f"{w // 1000}K", s, "on" if recall else "off", c.error,
@@ -501,7 +629,7 @@ def time_table(cells: dict[tuple[str, bool, int], Cell], warnings: dict[Any, int
                strategies: Sequence[str], windows: Sequence[int]) -> list[str]:  # fmt: skip
     rows = []
     for s in strategies:
-        for recall in (False, True):
+        for recall in (False,) if s in PEERS else (False, True):
             row = [s, "on" if recall else "off"]
             for w in windows:
                 c = cells[(s, recall, w)]
@@ -536,7 +664,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--windows", type=int, nargs="+", default=list(WINDOWS))
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bfcl", nargs="+", default=list(BFCL_SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--tau", type=int, help="tau-bench trajectories (default 2, quick; 4)")
+    parser.add_argument("--peers", nargs="*", default=list(PEERS), choices=list(PEERS))
+    parser.add_argument(
+        "--seed", type=int, help="first conversation seed (default: 0 with --quick, else 1000)"
+    )
     parser.add_argument("--sessions", type=int, help="sessions per conversation")
     parser.add_argument("--workers", type=int, default=2, help="cells run in parallel")
     parser.add_argument("--data", type=Path, help="the shared data (default ../shared/data)")
@@ -550,18 +683,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     loads = []
     for name in args.workloads:
         if name == "conversations":
-            loads.append(conversations(args.quick, args.seed, args.sessions))
+            seed = args.seed if args.seed is not None else 0 if args.quick else HELD_OUT
+            loads.append(conversations(args.quick, seed, args.sessions))
         else:
             from harness.realdata import data_dir
 
             data = data_dir(args.data)
-            loads.append(bfcl(args.quick, data) if name == "bfcl" else tau(args.quick, data))
+            if name == "bfcl":
+                loads.append(bfcl(args.quick, data, args.bfcl))
+            else:
+                loads.append(tau(args.quick, data, args.tau))
     tasks = [
         (load, s, recall, w, w in CACHE_WINDOWS)
         for load in loads
         for w in args.windows
-        for s in args.strategies
-        for recall in (False, True)
+        for s in [*args.strategies, *args.peers]
+        for recall in ((False,) if s in PEERS else (False, True))
     ]
     started = time.perf_counter()
     if args.workers > 1:
@@ -578,7 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cells = {k[1:]: v[0] for k, v in done.items() if k[0] == load.name}
         warned = {k[1:]: v[1] for k, v in done.items() if k[0] == load.name}
         lines += [f"### {load.title}", "", load.note + ".", ""]
-        lines += kept_table(cells, args.strategies, args.windows)
+        lines += kept_table(cells, args.strategies, args.windows, args.peers)
         if load.name == "conversations":
             small = [w for w in args.windows if w <= 8_000]
             lines += ["", "By kind of question:", "", *kinds_table(cells, args.strategies, small)]
@@ -586,9 +723,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cached = [w for w in args.windows if w in CACHE_WINDOWS]
         if cached:
             lines += ["", "Prompt cache and cost at the large windows (every model call):", ""]
-            lines += cost_table(cells, args.strategies, cached)
+            lines += cost_table(cells, [*args.strategies, *args.peers], cached)
         lines += ["", "Wall / CPU seconds per cell (package warnings logged):", ""]
-        lines += time_table(cells, warned, args.strategies, args.windows)
+        lines += time_table(cells, warned, [*args.strategies, *args.peers], args.windows)
         lines += [""]
     command = "python benchmarks/answers_kept.py"
     if argv:
@@ -609,10 +746,11 @@ def held_out(cells: dict[tuple[str, bool, int], Cell], windows: Sequence[int]) -
             out.append(f"- {w // 1000}K: {on.error or off.error}.")
             continue
         verdict = "meets" if on.share >= target and on.kept >= off.kept else "misses"
+        peers = [f"{p} {pct(cells[(p, False, w)])}" for p in PEERS if (p, False, w) in cells]
         out.append(
             f"- Defaults (tiered) at {w // 1000}K: recall on {100 * on.share:.1f}%, off "
             f"{100 * off.share:.1f}%; the target is at least {target:.0%} and never below "
-            f"off: {verdict} it."
+            f"off: {verdict} it." + (f" Peers: {', '.join(peers)}." if peers else "")
         )
     return ["Against the issue's target (defaults, recall on):", "", *out] if out else []
 

@@ -52,14 +52,19 @@ def test_every_answer_is_kept_when_the_window_holds_the_whole_conversation(
     assert cell.cost > 0
 
 
-def test_a_small_window_loses_answers_the_large_one_keeps(tmp_path: Path) -> None:
-    # The same conversation at 2K without recall: compression must cost some answers,
-    # else the check would be reading something other than the question's prompt.
-    load = conversations(True, seed=1, sessions=4)
-    small = run_cell(load, "tiered", False, 2_000, tmp_path / "s", cache=False)
-    large = run_cell(load, "tiered", False, 128_000, tmp_path / "l", cache=False)
-    assert small.error is None and large.error is None
-    assert small.kept < large.kept == large.probes
+def test_an_answer_counts_only_if_the_question_call_was_sent_it(tmp_path: Path) -> None:
+    # The first question's reply says the value: too late for that question's prompt,
+    # in the history for the second. Reading any other call's prompt gets one wrong.
+    probe = Probe("code", (("Z4471Q",),), True)
+    turns = (
+        Turn(("Hello there.",), (AIMessage("Hi."),)),
+        Turn(("What is the code?",), (AIMessage("It is Z4471Q."),), (probe,)),
+        Turn(("And the code again?",), (AIMessage("ok"),), (probe,)),
+    )
+    cell = Cell()
+    assert play(Dialogue("late", turns), "tiered", True, 32_000, tmp_path / "l.sqlite", cell,
+                None) is None  # fmt: skip
+    assert (cell.kept, cell.probes) == (1, 2)
 
 
 def _tool_dialogue(system: str | None = None) -> Dialogue:
