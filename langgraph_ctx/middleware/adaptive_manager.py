@@ -246,7 +246,7 @@ class AdaptiveContextManager(RewritingStrategy):
         return ManagerRequest(
             messages=messages,
             tokens={str(m.id): count(m) for m in messages if m.id},
-            protected=frozenset(protected_ids(messages, pin_task=self.pin_task)),
+            protected=frozenset(protected_ids(messages, pin_task=self.pin_task) | _asked(messages)),
             task=next((m for m in messages if m.type == "human"), None) if self.pin_task else None,
             note_id=str(note_msg.id),
             triggers=triggers,
@@ -268,3 +268,13 @@ def _with_note(messages: list[BaseMessage]) -> list[BaseMessage]:
     at = task + 1 if task is not None else sum(1 for m in messages if m.type == "system")
     placeholder = pin(note(HumanMessage(NOTE_PLACEHOLDER, id=NOTE_ID)))
     return [*messages[:at], placeholder, *messages[at:]]
+
+
+def _asked(messages: Sequence[BaseMessage]) -> set[str]:
+    """The user's latest message, kept as it is: distilled into a digest mid-turn, the
+    agent saw its tool results without the question they answer (and answered the
+    task instead)."""
+    for m in reversed(messages):
+        if m.type == "human" and not is_note(m) and not is_edited(m):
+            return {str(m.id)}
+    return set()

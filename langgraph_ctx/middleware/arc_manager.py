@@ -246,6 +246,12 @@ class ReflectiveContextManager(RewritingStrategy):
             for m in messages[task + 1 :]
             if m is not checklist and m is not memory and str(m.id) not in protected
         ]
+        # The current turn's question stays where it is, raw, until the next one comes:
+        # folded with the answer before it, the actor saw its tool results without
+        # what they answer, and answered an earlier turn's question from the memory.
+        asked = next((i for i in range(len(raw) - 1, -1, -1) if raw[i].type == "human"), None)
+        if asked is not None:
+            raw = raw[:asked] + raw[asked + 1 :]
         return _Layout(messages, messages[task], checklist, memory, raw, created)
 
     def _request(

@@ -268,10 +268,18 @@ class PredictiveExtraction(ContextStrategy):
         table = session.table[: len(scored)]
         whole = int(table[:, FULL].sum())
         chosen = select(weights, limits)
+        # The step holding the user's latest message is shown whole, whatever its
+        # relevance: condensed, the model would act on its tool results without the
+        # question they answer (and answer an earlier one).
+        free = np.ones(len(scored), dtype=bool)
+        asked = session.asked_step
+        if asked is not None and asked <= len(scored):
+            free[asked - 1] = False
+        kept = int(table[~free, FULL].sum())
         if not s.condense_when_fits and fixed + whole <= budget:
             levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
         else:
-            levels = fit(chosen, table, weights, budget - fixed)
+            levels = _fit_free(chosen, table, weights, budget - fixed - kept, free)
         # The tokens sent come with the messages, summed from counts made once per step
         # and line, exact (the prompt ceiling trusts the usage report a strategy leaves
         # clearly under the limit): the condensed messages, new every call and as long
@@ -286,7 +294,7 @@ class PredictiveExtraction(ContextStrategy):
             if sent <= budget:
                 break
             cost = int(table[rows, levels].sum())  # a step left out costs 0
-            lowered = fit(chosen, table, weights, cost - (sent - budget))
+            lowered = _fit_free(chosen, table, weights, cost - kept - (sent - budget), free)
             if np.array_equal(lowered, levels):
                 break  # nothing left to lower: the head and the last steps alone are over
             levels = lowered
@@ -319,6 +327,15 @@ class PredictiveExtraction(ContextStrategy):
             data["restored"] = restored
         ctx.record("pace_context", data)
         return view.replace(messages=messages)
+
+
+def _fit_free(
+    chosen: np.ndarray, table: np.ndarray, weights: np.ndarray, budget: int, free: np.ndarray
+) -> np.ndarray:
+    """:func:`fit` over the ``free`` steps within ``budget``; the others full."""
+    levels = np.full(len(chosen), FULL, dtype=np.int8)
+    levels[free] = fit(chosen[free], table[free], weights[free], budget)
+    return levels
 
 
 def _removals(result: Any) -> set[str]:

@@ -23,7 +23,7 @@ import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx.compression import transcript
-from langgraph_ctx.markers import KEY, VIEW_ONLY
+from langgraph_ctx.markers import KEY, VIEW_ONLY, is_view_only
 from langgraph_ctx.strategies.pace import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
 from langgraph_ctx.strategies.pace_scorer import pack, unpack
 from langgraph_ctx.strategies.pace_summaries import SummaryJob
@@ -113,6 +113,8 @@ class PaceSession:
         self.last_id: str | None = None
         self.task = ""
         self.last_user = ""
+        self.asked_step: int | None = None
+        """The number of the step holding the user's latest message (``None``: the head)."""
         self.keys = np.zeros((0, 0), dtype=np.float32)
         self.keyed = np.zeros(0, dtype=bool)
         self.table = np.zeros((0, 5), dtype=np.int64)
@@ -139,9 +141,10 @@ class PaceSession:
             m = messages[i]
             tokens = count(m)
             self.total += tokens
-            if isinstance(m, HumanMessage):
+            if isinstance(m, HumanMessage) and not is_view_only(m):
                 self.task = self.task or str(m.text)
                 self.last_user = str(m.text)
+                self.asked_step = len(self.steps) or None  # it joins the last step
             if isinstance(m, AIMessage):
                 if self.steps:
                     sealed.append(self._seal(self.steps[-1], messages, count_text))

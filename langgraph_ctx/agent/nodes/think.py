@@ -29,6 +29,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_bool, check_int, check_number
+from langgraph_ctx.edits import is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, is_view_only
 from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
@@ -112,8 +113,12 @@ def _gain(gaps: Sequence[str], still_open: Sequence[str]) -> float:
 
 
 def _turn_id(messages: Sequence[BaseMessage]) -> str:
+    """The id of the user's latest message. Not a user message a strategy made: ARC's
+    checklist and memory and AdaCoM's working note follow it in the history and get a
+    new id at each edit (the turn would change under its own thoughts), and PACE's
+    condensed blocks are in no state."""
     for m in reversed(messages):
-        if m.type == "human" and not is_view_only(m):
+        if m.type == "human" and not (is_view_only(m) or is_note(m) or is_edited(m)):
             return str(m.id)
     return ""
 
