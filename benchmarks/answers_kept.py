@@ -592,7 +592,27 @@ def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
                                               for w in windows]])  # fmt: skip
     asked = max(c.probes for c in cells.values())
     head = ["strategy", *[f"{w // 1000}K: off → on" for w in windows]]
-    return [*table(head, rows), "", f"Answers per cell: {asked}."]
+    below = [
+        f"{s} {w // 1000}K ({cells[(s, False, w)].kept} → {cells[(s, True, w)].kept})"
+        for s in strategies
+        for w in windows
+        if not (cells[(s, False, w)].error or cells[(s, True, w)].error)
+        and cells[(s, True, w)].kept < cells[(s, False, w)].kept
+    ]
+    failed = [
+        f"{s} {w // 1000}K recall {'on' if r else 'off'}: {cells[(s, r, w)].error}"
+        for s in strategies
+        for w in windows
+        for r in (False, True)
+        if cells[(s, r, w)].error
+    ]
+    return [
+        *table(head, rows),
+        "",
+        f"Answers per cell: {asked}. Recall on keeps fewer than off in {len(below)} of "
+        f"{len(strategies) * len(windows)} cells" + (f": {'; '.join(below)}." if below else "."),
+        *([f"Cells that raised: {'; '.join(failed)}."] if failed else []),
+    ]
 
 
 def cost_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[str],
