@@ -209,7 +209,7 @@ def _ours(
     refresh: RecallRefresh = "delta",
     target: float | None = None,
     memory: bool = False,
-    per_turn: float = DEFAULT_PER_TURN,
+    per_turn: float | None = DEFAULT_PER_TURN,
     recall: bool = True,
     processes: int = 1,
 ) -> Callable[[Setup], Replay]:
@@ -444,6 +444,12 @@ def _where_section(where: list[list[str]]) -> list[str]:
     ]
 
 
+def _per_turn_text() -> str:
+    if DEFAULT_PER_TURN is None:
+        return "its call's block whole, which recall sized to the room left"
+    return f"at most {DEFAULT_PER_TURN} of recall's limit a turn"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="300 turns, tau-bench trial 0")
@@ -491,8 +497,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "Ours, defaults: `create_context_agent(recall=True)`: recall over the archive, "
             '`recall_refresh="delta"` (each turn keeps the recall lines it added in its user '
-            f"message, at most {DEFAULT_PER_TURN} of recall's limit a turn), compressions down "
-            f"to {RECALL_TARGET} of the messages' room. "
+            f"message: {_per_turn_text()}), compressions down to {RECALL_TARGET} of the "
+            "messages' room (never below what the protected turns need). "
             '`recall_refresh="compression"`: one recall block kept after the summaries until '
             "the next compression.",
             "",
