@@ -9,6 +9,7 @@ at the next call) or never (``never``: every step full or a placeholder)."""
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -286,3 +287,35 @@ def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: st
     entries = agent.get_state(config()).values["context_ledger"]
     recalled = next(e["data"] for e in reversed(entries) if e["kind"] == "recall")
     assert fact_id in recalled["ids"]
+
+
+def test_between_selections_each_prompt_extends_the_last_one(summary_timing: str) -> None:
+    # What a provider's prefix cache serves. Once the history outgrows the budget, a
+    # selection leaves headroom and the next calls keep its levels, new steps whole,
+    # until they no longer fit; the prompt is never over the budget.
+    model = acting_model()
+    agent = create_context_agent(
+        model,
+        [lookup],
+        think=False,
+        strategy="pace",
+        always_include=["lookup"],
+        budget=Budget.for_window(8_000),
+    )
+    held = selected = 0
+    for i in range(24):
+        before = len(model.calls)
+        agent.invoke({"messages": [question(i)]}, config())
+        ledger = agent.get_state(config()).values["context_ledger"]
+        pace = [e["data"] for e in ledger if e["kind"] == "pace_context"][-2:]
+        prompts = [[m.text for m in c.messages] for c in model.calls[before - 1 :]]
+        for data, (previous, prompt) in zip(pace, itertools.pairwise(prompts), strict=False):
+            assert data["tokens_after"] <= data["budget"]
+            if data["full"] == data["scored"]:
+                continue  # nothing condensed: the history as it is
+            if data.get("held"):
+                held += 1
+                assert prompt[: len(previous)] == previous
+            else:
+                selected += 1
+    assert selected >= 1 and held > 2 * selected

@@ -276,20 +276,24 @@ class PredictiveExtraction(ContextStrategy):
         if asked is not None and asked <= len(scored):
             free[asked - 1] = False
         kept = int(table[~free, FULL].sum())
-        if not s.condense_when_fits and fixed + whole <= budget:
-            levels = np.full(len(scored), FULL)  # everything fits: nothing gives way
-        else:
-            levels = _fit_free(chosen, table, weights, budget - fixed - kept, free)
+        rows = np.arange(len(scored))
         # The tokens sent come with the messages, summed from counts made once per step
         # and line, exact (the prompt ceiling trusts the usage report a strategy leaves
-        # clearly under the limit): the condensed messages, new every call and as long
-        # as the budget allows, are never tokenized.
-        messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
+        # clearly under the limit): the condensed messages are never tokenized.
+        held = self._held(view, session, scored, free, fixed, budget, ctx)
+        if held is not None:
+            levels, (messages, sent) = held
+        elif not s.condense_when_fits and fixed + whole <= budget:
+            levels = np.full(len(scored), FULL, dtype=np.int8)  # it fits: nothing gives way
+            messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
+        else:  # a new selection, leaving room for the steps to come
+            target = budget - int(s.headroom * budget) - fixed - kept
+            levels = _fit_free(chosen, table, weights, target, free)
+            messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
         # Over by what the estimate of the blocks' overhead missed: fit again, to what
         # the steps cost now less that excess (the least relevant step lowered first),
         # and assemble again. Left over, even a token, the prompt ceiling would drop a
         # whole block.
-        rows = np.arange(len(scored))
         for _ in range(REFITS):
             if sent <= budget:
                 break
@@ -300,6 +304,7 @@ class PredictiveExtraction(ContextStrategy):
             levels = lowered
             messages, sent = session.assemble(view["messages"], scored, levels, ctx.session.cache)
         session.previous_tokens = sent
+        session.held = levels.copy() if s.headroom > 0 else None
         # Reported as what is sent, message by message: the condensed ones are looked
         # up (remembered at assembly), the rest were counted by pre-flight; a message
         # the steps do not hold (a repaired pair) is counted here.
@@ -323,10 +328,38 @@ class PredictiveExtraction(ContextStrategy):
             "tokens_after": sent,
             "budget": budget,
         }
+        if held is not None:
+            data["held"] = True
         if restored is not None:
             data["restored"] = restored
         ctx.record("pace_context", data)
         return view.replace(messages=messages)
+
+    def _held(
+        self,
+        view: View,
+        session: PaceSession,
+        scored: list[Step],
+        free: np.ndarray,
+        fixed: int,
+        budget: int,
+        ctx: CallContext,
+    ) -> tuple[np.ndarray, tuple[list[BaseMessage], int]] | None:
+        """The last call's levels, the steps scored since then whole, if that fits and
+        the step that must be whole is: the prompt is then the last one extended (what
+        a provider's prompt cache serves). ``None``: select anew."""
+        last = session.held
+        if last is None or len(last) > len(scored):
+            return None
+        levels = np.full(len(scored), FULL, dtype=np.int8)
+        levels[: len(last)] = last
+        rows = np.arange(len(scored))
+        if (levels[~free] != FULL).any():
+            return None
+        if fixed + int(session.table[rows, levels].sum()) > budget:
+            return None
+        made = session.assemble(view["messages"], scored, levels, ctx.session.cache)
+        return (levels, made) if made[1] <= budget else None
 
 
 def _fit_free(

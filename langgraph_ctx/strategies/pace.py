@@ -68,6 +68,14 @@ class PaceSettings:
     scorer_timeout: float | None = 10.0
     """Seconds the query and new keys may take to encode; past them the call is
     made with every step at equal weight."""
+    headroom: float = 0.2
+    """Share of the message budget a re-selection leaves free. Between re-selections
+    the levels chosen stay as they were and new steps join whole, so each prompt
+    extends the previous one (a provider's prompt cache serves it); a new selection
+    comes when the steps added no longer fit, or a step that must be whole (the
+    user's latest message) was condensed. ``0``: a new selection every call, by
+    relevance to that call's step (the paper's rule; nothing cacheable past the
+    head once the history outgrows the budget)."""
 
     def __post_init__(self) -> None:
         check_int("recent", self.recent, least=1)
@@ -82,6 +90,9 @@ class PaceSettings:
             raise ConfigurationError(
                 "condense_when_fits", f"expected a bool, got {self.condense_when_fits!r}"
             )
+        check_number("headroom", self.headroom, least=0.0)
+        if self.headroom >= 1:
+            raise ConfigurationError("headroom", f"must be below 1, got {self.headroom}")
         if self.scorer_timeout is not None:
             check_number("scorer_timeout", self.scorer_timeout, above=0.0)
         t = self.thresholds

@@ -121,6 +121,9 @@ class PaceSession:
         """``table[n - 1]``: step n's tokens at each level (-1: not made yet)."""
         self.pending: list[Step] = []
         """Steps whose summaries are being made."""
+        self.held: np.ndarray | None = None
+        """The levels the last call chose, kept while the steps added fit (see
+        :attr:`~langgraph_ctx.strategies.PaceSettings.headroom`)."""
         self.previous_tokens: int | None = None
         """|C_{t-1}|: the context this session sent last (tokens)."""
 

@@ -88,9 +88,10 @@ def make(
 ) -> tuple[Any, ScriptedChatModel, PredictiveExtraction]:
     agent = ScriptedChatModel(default="ok", report_usage=False)
     options.setdefault("scorer", TopicEmbeddings())
-    # The paper's rule (condense even when the history fits), which most tests here
-    # exercise on small histories; the default is tested on its own.
-    options.setdefault("settings", PaceSettings(condense_when_fits=True))
+    # The paper's rule (condense even when the history fits, select anew every call),
+    # which most tests here exercise on small histories; the defaults are tested on
+    # their own.
+    options.setdefault("settings", PaceSettings(condense_when_fits=True, headroom=0.0))
     pace = PredictiveExtraction(**options)
     builder = StateGraph(ContextState)
     builder.add_node("call_llm", call_llm_node(agent))
@@ -259,7 +260,7 @@ def test_a_history_that_fits_is_sent_whole_unless_asked_to_condense() -> None:
         graph, agent, _ = make(
             window=6_000,
             summarizer=CountingSummarizer(),
-            settings=PaceSettings(condense_when_fits=condense),
+            settings=PaceSettings(condense_when_fits=condense, headroom=0.0),
         )
         run_turns(graph, topics)
         graph.invoke({"messages": [HumanMessage("Which flight did we pick?", id="q1")]}, cfg())
