@@ -41,6 +41,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("prompt_cache_adacom", "AdaCoM and ARC: the cacheable prefix, as the agent builds them", 13),
     ("prompt_cache_think", "Prompt caching when the agent thinks", 13),
     ("prompt_cache_bacm", "BACM's budget line and the prompt cache (Anthropic's rule)", 31),
+    ("prompt_cache_pace", "PACE's levels held between re-selections and the prompt cache", 31),
     ("prompt_cache_per_turn", "Prompt caching: how much recall a turn adds, and recall off", 13),
     ("prompt_cache_processes", "Prompt caching when several processes serve one thread", 13),
     ("archive_search", "Archive and memory search at 1K-100K items, vs the old scan", 14),

@@ -132,7 +132,10 @@ def main() -> int:
         f"Generated session, {args.turns} turns (seed {args.seed}), {args.window:,}-token "
         "window, `think=False`, lexical scorer, summaries made before the next call. "
         "Cacheable: tokens of a prompt that are an exact prefix of the previous one "
-        "(cl100k_base), as `benchmarks/prompt_cache.py` measures.",
+        "(cl100k_base), as `benchmarks/prompt_cache.py` measures. `headroom=0` is PACE's "
+        "selection before levels were held (every call, by relevance to that call's step), "
+        "with the step holding the user's latest message whole, as now. Held prompts are "
+        "larger (new steps join whole until the budget is reached) and cost less.",
         "",
         *table(head, rows),
         "",
