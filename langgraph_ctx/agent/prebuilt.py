@@ -145,6 +145,8 @@ class AgentOptions(TypedDict, total=False):
     past steps with a ``fold`` tool, the offline folding rule (or ``summary_model``)
     folds near the red line, tiered compression guards it
     (:class:`~langgraph_ctx.middleware.BudgetAwareFolding`);
+    ``"none"``: nothing rewrites the history, pre-flight fits each call's prompt
+    (:class:`~langgraph_ctx.agent.strategies.NoStrategy`; the baseline);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
