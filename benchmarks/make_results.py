@@ -54,6 +54,8 @@ ORDER = [  # (file stem, what it answers, issue)
         "Answers kept with the defaults, question asked: every strategy x recall x window",
         31,
     ),
+    ("recall_defaults", "Recall's defaults at 2K-32K: answers kept, budget_unreachable", 31),
+    ("prompt_cache_quick", "Prompt caching with recall's issue-31 defaults, before and after", 31),
 ]
 
 

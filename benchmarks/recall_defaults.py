@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from _common import header, table
+from _common import emit, header, table
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import Budget
@@ -153,7 +153,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     command = "python benchmarks/recall_defaults.py" + (" --quick" if args.quick else "")
     lines = header("Answers kept with the defaults, recall on and off")
-    lines += [f"Command: `{command}` ({seeds} seeds x {turns} turns).", ""]
+    lines += [
+        "`create_context_agent(model, tools, budget=Budget.for_window(W), recall=..., "
+        "strategy=S, think=False)`, everything else its defaults, the scripted model. Each "
+        "seed is one generated session (facts stated once, by the user or in a tool "
+        "result, long tool results between, questions about them many turns later in "
+        "other words). Kept: the fact's value is in the prompt of the question's call. "
+        "Question prompt / red line: how much of the room that call used.",
+        "",
+        f"Command: `{command}` ({seeds} seeds x {turns} turns).",
+        "",
+    ]
     head = [
         "strategy",
         "window",
@@ -164,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "question prompt / red line",
     ]
     lines += table(head, rows, left=3)
-    print("\n".join(lines))
+    emit("recall_defaults", [*lines, ""])
 
 
 if __name__ == "__main__":
