@@ -61,7 +61,7 @@ from langgraph_ctx.state import ContextState, DeltaContextState
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
-from langgraph_ctx.storage.stores import stores_beside
+from langgraph_ctx.storage.stores import memory_archive_of, stores_beside
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.strategies import StepSource
 from langgraph_ctx.tools import ToolRegistry, tools_node
@@ -244,7 +244,10 @@ def _with_stores(options: AgentOptions, saver: Any, opened: ExitStack) -> AgentO
         return options
     stores = stores_beside(saver)
     if stores is None:
-        return options
+        shared = memory_archive_of(saver)  # None but for an InMemorySaver
+        if shared is None or options.get("archive") is not None:
+            return options
+        return {**options, "archive": shared}
     opened.enter_context(stores)
     archive, events = options.get("archive"), options.get("events")
     return {

@@ -21,7 +21,9 @@ What can be reached safely, and how:
   on that connection, under the saver's own ``lock``, which the saver holds around
   every use of it: psycopg serves one transaction at a time on a connection.
 - ``InMemorySaver``, or SQLite's ``:memory:``: ``None``. The checkpoints die with
-  the process, and the archive and event log stay in memory with them.
+  the process, and the archive and event log stay in memory with them; for an
+  ``InMemorySaver`` the archive is the saver's own (:func:`memory_archive_of`), so a
+  second graph on the same saver reads what the first archived.
 - An async saver from ``async_checkpointer_from_url``
   (:mod:`~langgraph_ctx.storage.checkpointers`): the same tables, on connections
   of their own opened from its URL (the SQLite file, or a small PostgreSQL pool;
@@ -43,6 +45,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import sys
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -53,7 +57,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage._base import Closing
-from langgraph_ctx.storage.archive import MessageArchive, SQLiteArchive
+from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.checkpointers import opened_from
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.events import SQLiteEventSink
@@ -61,7 +65,7 @@ from langgraph_ctx.storage.migrations import LOCK_TIMEOUT, load_migrations
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.storage.urls import parse_url
 
-__all__ = ["SessionStores", "stores_beside"]
+__all__ = ["SessionStores", "memory_archive_of", "stores_beside"]
 
 logger = logging.getLogger("langgraph_ctx.storage")
 
@@ -108,6 +112,27 @@ def stores_beside(saver: BaseCheckpointSaver[Any]) -> SessionStores | None:
         type(inner).__name__,
     )
     return None
+
+
+_MEMORY_ARCHIVES: weakref.WeakKeyDictionary[InMemorySaver, InMemoryArchive] = (
+    weakref.WeakKeyDictionary()
+)
+_MEMORY_LOCK = threading.Lock()
+
+
+def memory_archive_of(saver: BaseCheckpointSaver[Any]) -> InMemoryArchive | None:
+    """The in-memory archive that lives as long as ``saver``, an ``InMemorySaver``
+    (``None`` for any other saver). Every graph built on the same saver gets the same
+    archive: a new graph on the checkpoints of the old one (a "restart" within a
+    process) must find what the old one archived, as it finds its checkpoints."""
+    inner = saver.saver if isinstance(saver, DeltaReadCache) else saver
+    if not isinstance(inner, InMemorySaver):
+        return None
+    with _MEMORY_LOCK:
+        archive = _MEMORY_ARCHIVES.get(inner)
+        if archive is None:
+            archive = _MEMORY_ARCHIVES[inner] = InMemoryArchive()
+        return archive
 
 
 def _from_url(url: str) -> SessionStores | None:

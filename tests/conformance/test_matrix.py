@@ -208,11 +208,6 @@ def test_the_loss_check_wants_each_message_verbatim_by_id() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 (found by the matrix): a new graph on the same InMemorySaver starts "
-    "an empty in-memory archive; what the first graph archived is gone from recall",
-)
 def test_a_new_graph_on_the_same_in_memory_saver_keeps_the_archive() -> None:
     """The restart of the in-memory cells, checked against the new graph's archive
     alone: what recall, ``glimpse`` and ``original()`` of that graph can read."""
