@@ -177,3 +177,52 @@ def test_arc_with_recall_reflects_and_recalls_what_it_folded() -> None:
     ledger = run_turns(agent, model, think=False)
     assert acted("arc", ledger)
     assert any(e["kind"] == "recall" and e["data"]["items"] for e in ledger)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_a_child_under_each_strategy_reads_more_than_its_window_and_reports(
+    strategy: str,
+) -> None:
+    # The child reads six long records in a 4K window: its own strategy must act for
+    # it to finish, and its result (capped) returns to the parent.
+    def child(messages: Sequence[BaseMessage]) -> AIMessage:
+        read = [m for m in messages if isinstance(m, ToolMessage)]
+        ids = {m.tool_call_id for m in read}
+        done = sum(1 for k in range(6) if f"r{k}" in ids)
+        if done == 6 or (read and read[-1].tool_call_id == "r5"):
+            return AIMessage("Read all six records.")
+        k = max((int(i[1:]) for i in ids if i.startswith("r")), default=-1) + 1
+        call = {"name": "lookup", "args": {"topic": f"part{k}"}, "id": f"r{k}"}
+        return AIMessage("", tool_calls=[call])
+
+    spec = SubAgentSpec(
+        name="reader",
+        kind="tool",
+        description="reads records",
+        system_prompt="You read records.",
+        model=ScriptedChatModel(default=child),
+        tools=[lookup],
+        budget=Budget.for_window(4_000),
+        strategy=strategy,
+    )
+    subs = SubAgents([spec])
+    call = {"agent": "reader", "task": "Read the six records", "inputs": {}}
+    parent = ScriptedChatModel(
+        responses=[AIMessage("", tool_calls=[{"name": "delegate", "args": call, "id": "d"}])],
+        default="Thanks.",
+    )
+    agent = create_context_agent(
+        parent,
+        [subs.tool()],
+        think=False,
+        always_include=["delegate"],
+        budget=Budget.for_window(16_000),
+    )
+    out = agent.invoke({"messages": [HumanMessage("Read them", id="h")]}, config())
+    result = next(m for m in out["messages"] if isinstance(m, ToolMessage))
+    assert '"status":"ok"' in result.text.replace(" ", ""), result.text[:300]
+    assert "Read all six records." in result.text
+    assert out["messages"][-1].text == "Thanks."
+    last = spec.model.calls[-1].text  # type: ignore[attr-defined]
+    whole = [k for k in range(6) if f"entry-part{k}-149 " in last]
+    assert len(whole) < 6  # the child's strategy took some out of its last prompt

@@ -41,6 +41,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_instance, check_int, check_str
+from langgraph_ctx.agent.strategies import STRATEGIES
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
@@ -77,6 +78,9 @@ class SubAgentSpec:
     """Most LLM calls before it is stopped with a ``step_limit`` result."""
     children: Sequence[SubAgentSpec] = ()
     """Sub-agents it may delegate to in turn."""
+    strategy: str = "tiered"
+    """How it keeps its own history in budget: a name of the ``strategy=`` registry
+    (:data:`~langgraph_ctx.agent.strategies.STRATEGIES`)."""
 
     def __post_init__(self) -> None:
         check_str("SubAgentSpec.name", self.name)
@@ -107,6 +111,10 @@ class SubAgentSpec:
             )
         if self.kind in NEEDS_TOOLS and not self.tools:
             raise ConfigurationError("SubAgentSpec.tools", f"a {self.kind!r} sub-agent needs tools")
+        if self.strategy not in STRATEGIES:
+            raise ConfigurationError(
+                "SubAgentSpec.strategy", f"must be one of {list(STRATEGIES)}, got {self.strategy!r}"
+            )
         if self.max_steps < 1:
             raise ConfigurationError(
                 "SubAgentSpec.max_steps", f"must be >= 1, got {self.max_steps}"
@@ -215,6 +223,7 @@ class SubAgents:
                 always_include=[t.name for t in tools],
                 think=False,
                 archive=self.archive,
+                strategy=spec.strategy,
             )
             self._graphs[name] = builder.compile(name=name)
         return self._graphs[name]
