@@ -75,11 +75,11 @@ def main(argv: list[str] | None = None) -> int:
                     server = external or stack.enter_context(postgres_server())
                     server = stack.enter_context(fresh_database(server))
                 saver = url = server
-            record, held = Record(), []  # held: an in-memory saver's archives (see run_phase)
-            record.add(run_phase(cell, saver, range(args.turns), url, {}, held))
+            record = Record()
+            record.add(run_phase(cell, saver, range(args.turns), url, {}))
             if not record.raised:
                 more = range(args.turns, args.turns + args.more)
-                record.add(run_phase(cell, saver, more, url, record.events, held))
+                record.add(run_phase(cell, saver, more, url, record.events))
             status = "ok" if not record.violations and record.acted else "FAIL"
             failed += status != "ok"
             acted = "acted" if record.acted else "never acted"

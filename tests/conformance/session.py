@@ -330,14 +330,11 @@ def run_phase(
     turns: range,
     url: str | None,
     streamed: dict[str, int],
-    held: list[MessageArchive] | None = None,
 ) -> Record:
     """Run ``turns`` of the cell's session on a new graph over ``checkpointer``:
     its record. ``streamed``: the events earlier phases streamed (for ``inspect``).
-    ``held``, for an in-memory saver: the archives of the earlier graphs, which
-    still hold what they archived (this graph's joins them). A new graph on the same
-    ``InMemorySaver`` starts an archive of its own, so its recall cannot see them:
-    :func:`test_matrix.test_a_new_graph_on_the_same_in_memory_saver_keeps_the_archive`."""
+    For an in-memory saver the archive is this graph's: the saver's own, so what
+    an earlier graph on it archived must be there."""
     script = workload(cell.window, max(turns.stop, TURNS + MORE))
     agent = ScriptedAgent(script)
     try:
@@ -349,9 +346,6 @@ def run_phase(
     config: Any = {"configurable": {"thread_id": cell.id}, "recursion_limit": RECURSION_LIMIT}
     task = script.turns[0].user
     with _archive(graph, url) as archive:
-        archives = [*(held if url is None and held is not None else []), archive]
-        if url is None and held is not None:
-            held.append(archive)
         for i in turns:
             turn = agent.turn = script.turns[i]
             where = f"turn {i}"
@@ -375,7 +369,7 @@ def run_phase(
             for call in calls:
                 record.violations += call_violations(call, budget, task, turn.user, where)
             state = list(graph.get_state(config).values["messages"])
-            archived = [m for a in archives for m in a.list(cell.id)]
+            archived = archive.list(cell.id)
             record.violations += [
                 f"{where}: {v}" for v in lost(given(script, i + 1), state, archived)
             ]

@@ -123,17 +123,16 @@ def test_every_call_and_turn_keeps_its_promises_across_a_restart(
 ) -> None:
     monkeypatch.setattr(*LEXICAL_PACE)
     saver, url = _saver(cell, request, tmp_path)
-    held: list[Any] = []
     if cell in SUBPROCESS:
         assert url is not None
         first = run_worker(cell, url, range(TURNS))
     else:
-        first = run_phase(cell, saver, range(TURNS), url, {}, held)
+        first = run_phase(cell, saver, range(TURNS), url, {})
     record = Record()
     record.add(first)
     if not first.raised:  # a session that could not go on has no restart to check
         more = range(TURNS, TURNS + MORE)
-        record.add(run_phase(cell, saver, more, url, first.events, held))
+        record.add(run_phase(cell, saver, more, url, first.events))
     shown = "\n".join(record.violations[:15])
     assert not record.violations, f"{len(record.violations)} violations:\n{shown}"
     assert first.acted, f"{cell.strategy} never acted before the restart: {first.events}"
@@ -143,10 +142,10 @@ def test_pace_with_its_default_encoder_keeps_them_too() -> None:
     """The cell above with PACE's default scorer where the ``embeddings`` extra is
     installed (all-MiniLM-L6-v2): the encoder changes what is condensed."""
     cell = Cell("pace", True, True, "32K", "memory")
-    saver, held = InMemorySaver(), []
-    record = run_phase(cell, saver, range(TURNS), None, {}, held)
+    saver = InMemorySaver()
+    record = run_phase(cell, saver, range(TURNS), None, {})
     assert record.acted
-    record.add(run_phase(cell, saver, range(TURNS, TURNS + MORE), None, record.events, held))
+    record.add(run_phase(cell, saver, range(TURNS, TURNS + MORE), None, record.events))
     assert not record.violations, "\n".join(record.violations[:15])
 
 
