@@ -37,6 +37,7 @@ from langgraph_ctx.compression._ceiling import fit_prompt
 from langgraph_ctx.compression._tiers import repair_pairs
 from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.markers import is_recall_block, is_summary
+from langgraph_ctx.middleware._thought import thought_message
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 
@@ -78,7 +79,13 @@ class PreflightCheck(Middleware):
         (cached counts, by content).
         """
         report = ctx.measured()
-        if report.total + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
+        # Never trusted under our own count: a ratio under 1 may be a miscount of
+        # ours (text measured but not sent, a placement's merge), not the provider's
+        # tokenizer, and applied to an exact count it lets a prompt over the limit.
+        # Our count is a bound either way: it costs a provider that bills fewer
+        # tokens a few of its room, never a prompt over the limit.
+        measured = max(report.total, report.raw_total)
+        if measured + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
             return view
         messages: list[BaseMessage] = list(view.get("messages") or ())
         count = ctx.session.cache.count_of
@@ -97,7 +104,9 @@ class PreflightCheck(Middleware):
             + ctx.session.calibration.apply(raw)
         )
         calibration = max(report.calibration, 1e-6)
-        over = math.ceil((sent - report.prompt_limit) / calibration)
+        # Under 1, back to our own count, as above: ``over`` in raw tokens.
+        bound = sent if calibration >= 1 else math.ceil(sent / calibration)
+        over = math.ceil((bound - report.prompt_limit) / max(calibration, 1.0))
         if over <= 0:
             return view
         memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
@@ -189,8 +198,14 @@ class PreflightCheck(Middleware):
             in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
         prompt = self._prompt(ctx) if ctx.system_prompt else 0
         tools = sum(self._tool(t, ctx) for t in ctx.tools)
-        aux = 0
-        for key in ("thoughts", "artifacts"):
+        # The thought the node sends (one message, the turn's latest), not every
+        # thought in state: counting text that is not sent taught calibration a
+        # ratio under 1, and the next prompt was measured short.
+        # ``think`` sends the turn's thoughts as one JSON list instead.
+        thinking = ctx.node == "think"
+        shown = None if thinking else thought_message(ctx.state)
+        aux = 0 if shown is None else ctx.counter.count_message(shown)
+        for key in ("thoughts", "artifacts") if thinking else ("artifacts",):
             value = view.get(key)
             if value:
                 aux += ctx.counter.count_text(json.dumps(value, default=str))

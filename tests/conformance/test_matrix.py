@@ -55,30 +55,7 @@ SUBPROCESS = {c for c in CELLS if c.saver != "memory" and c.window == "4K" and c
 """Where the session's first part runs in a process of its own: every strategy on
 both databases, with recall and think on (every layer the agent has)."""
 
-THOUGHT_OVER = (
-    "issue 31 (found by the matrix): with think on, call_llm's prompt goes 17-100 tokens "
-    "over prompt_limit: pre-flight counts all of the turn's thoughts as auxiliary text "
-    "while call_llm sends the latest one only, so calibration learns a ratio under 1 "
-    "(0.971) from exact usage reports and under-measures the next prompt"
-)
-OVER_ALWAYS = {
-    *(f"none-recall_{r}-think_on-4K-{s}" for r in ("off", "on") for s in SAVERS),
-    "none-recall_off-think_on-128K-memory",
-    "tiered-recall_off-think_on-128K-memory",
-    *(f"adacom-recall_on-think_on-4K-{s}" for s in SAVERS),
-}
-"""Cells the thought's miscount put over the limit in every run."""
-OVER_SOMETIMES = {
-    *(f"tiered-recall_on-think_on-4K-{s}" for s in SAVERS),
-    *(f"arc-recall_on-think_on-4K-{s}" for s in SAVERS),
-    *(f"bacm-recall_on-think_on-4K-{s}" for s in SAVERS),
-}
-"""Cells it put over in some runs: with recall on, what recall finds within its
-timeout on a loaded machine changes the prompt by a few tokens."""
-KNOWN: list[tuple[Any, str, bool]] = [
-    (lambda c: c.id in OVER_ALWAYS, THOUGHT_OVER, True),
-    (lambda c: c.id in OVER_SOMETIMES, THOUGHT_OVER, False),
-]
+KNOWN: list[tuple[Any, str, bool]] = []
 """(which cells, why, strict): the defects this matrix finds, until they are fixed.
 Strict where the cell fails every run: once it passes, the run fails, so the mark
 goes with the fix."""

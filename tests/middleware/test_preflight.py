@@ -74,7 +74,11 @@ def test_report_measures_every_component() -> None:
         HumanMessage("Where is order ORD-1?", id="h"),
     ]
     graph.invoke(
-        {"messages": msgs, "thoughts": [{"hypothesis": "user wants status"}]},
+        # The turn's thought (of the latest user message): the one call_llm sends.
+        {
+            "messages": msgs,
+            "thoughts": [{"hypothesis": "user wants status", "confidence": 0.5, "turn": "h"}],
+        },
         {"configurable": {"thread_id": "a"}},
     )
     (report,) = seen
@@ -83,7 +87,8 @@ def test_report_measures_every_component() -> None:
     assert report.used["system"] == COUNTER.count_message(msgs[0]) + COUNTER.count_message(prompt)
     assert report.used["messages"] == COUNTER.count_message(msgs[1])
     assert report.used["tools"] == COUNTER.count_tool(lookup_order) > 20
-    assert report.used["auxiliary"] > 0
+    sent = SystemMessage('[Current thought] {"hypothesis":"user wants status","confidence":0.5}')
+    assert report.used["auxiliary"] == COUNTER.count_message(sent)
     assert report.total == sum(report.used.values())
     assert report.utilization == report.total / 8_000
     assert report.zone == "green"

@@ -30,9 +30,9 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langgraph_ctx._checks import check_bool
-from langgraph_ctx.agent.nodes.think import current_thought, note
-from langgraph_ctx.markers import KEY
+from langgraph_ctx.agent.nodes.think import current_thought, graph_state, note
 from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.middleware._thought import thought_message
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -81,21 +81,18 @@ def call_llm_node(
         messages: list[BaseMessage] = list(state.get("messages") or ())
         if system_prompt:
             messages.insert(0, SystemMessage(system_prompt))
-        thought = current_thought(state)
-        if thought is not None:
-            messages.append(
-                SystemMessage(
-                    f"[Current thought] {thought.model_dump_json()}",
-                    additional_kwargs={KEY: {"ephemeral": True}},
-                )
-            )
+        # The message pre-flight counted as this call's auxiliary text, built by the
+        # same function from the same (graph) state: what is measured is what is sent.
+        shown = thought_message(graph_state(state))
+        if shown is not None:
+            messages.append(shown)
         mode = final_placement(placement)
         placed = place_messages(messages, mode) if mode is not None else messages
         placed = text_off_calls(placed) if calls_bare else placed
         return runnable, mark_breakpoints(placed) if marked else placed
 
     def finish(state: Mapping[str, Any], reply: BaseMessage) -> dict[str, Any]:
-        thought = current_thought(state)
+        thought = current_thought(graph_state(state))
         tallied = int((state.get("session") or {}).get("actionable_tokens", 0))
         return {
             "messages": [note(thought), reply] if thought is not None else [reply],

@@ -29,10 +29,11 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_bool, check_int, check_number
-from langgraph_ctx.edits import is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import KEY, is_view_only
+from langgraph_ctx.markers import KEY
 from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.middleware._thought import carried_thought, turn_thoughts
+from langgraph_ctx.middleware._thought import turn_id as _turn_id
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -112,17 +113,6 @@ def _gain(gaps: Sequence[str], still_open: Sequence[str]) -> float:
     return (len(gaps) - len(still_open)) / len(gaps) if gaps else 0.0
 
 
-def _turn_id(messages: Sequence[BaseMessage]) -> str:
-    """The id of the user's latest message. Not a user message a strategy made: ARC's
-    checklist and memory and AdaCoM's working note follow it in the history and get a
-    new id at each edit (the turn would change under its own thoughts), and PACE's
-    condensed blocks are in no state."""
-    for m in reversed(messages):
-        if m.type == "human" and not (is_view_only(m) or is_note(m) or is_edited(m)):
-            return str(m.id)
-    return ""
-
-
 def graph_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
     """The node's input as LangGraph gave it. Under a pipeline the node is handed a
     view that middleware rewrote for this call (PACE condenses the turn's question
@@ -132,12 +122,6 @@ def graph_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
     again (GraphRecursionError)."""
     ctx = current_context()
     return ctx.state if ctx is not None else state
-
-
-def turn_thoughts(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """This turn's thoughts (older ones belong to earlier turns and are ignored)."""
-    turn = _turn_id(state.get("messages") or ())
-    return [t for t in state.get("thoughts") or () if t.get("turn") == turn]
 
 
 def ready_to_act(state: Mapping[str, Any], settings: ThinkSettings) -> bool:
@@ -274,11 +258,10 @@ def note(thought: Thought) -> AIMessage:
 
 
 def current_thought(state: Mapping[str, Any]) -> Thought | None:
-    """The latest thought of this turn, if the agent thought at all."""
-    thoughts = turn_thoughts(state)
-    if not thoughts:
-        return None
-    return Thought.model_validate({k: v for k, v in thoughts[-1].items() if k != "turn"})
+    """The latest thought of this turn, if the agent thought at all: the one
+    ``call_llm`` shows (:func:`~langgraph_ctx.middleware._thought.carried_thought`)."""
+    thought = carried_thought(state)
+    return None if thought is None else Thought.model_validate(thought)
 
 
 def reasoning_overhead(state: Mapping[str, Any]) -> float:

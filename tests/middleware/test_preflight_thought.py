@@ -1,0 +1,114 @@
+"""Pre-flight measures the prompt ``call_llm`` sends, thought included, and a
+calibration ratio under 1 never lets a prompt over its limit.
+
+With think on, ``call_llm`` shows the model the turn's latest thought only.
+Pre-flight once counted every thought of the turn as auxiliary text: the
+measured prompt was larger than the one sent, calibration learned
+actual / measured under 1 from the exact usage reports, and the calls after it
+were measured short and sent over ``prompt_limit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import tool
+
+from langgraph_ctx import Budget, View, as_middleware
+from langgraph_ctx.agent import create_context_agent
+from langgraph_ctx.agent.nodes import ThinkSettings
+from langgraph_ctx.pipeline import CallContext
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.tokens import TokenCounter
+
+COUNTER = TokenCounter()
+PLACED_SAVING = 2 * 3
+"""Most the node's placement may save on what was counted (tests/test_usage_exact.py)."""
+
+
+@tool
+def get_order(order_id: str) -> str:
+    """Look up an order by id: status, carrier and amount."""
+    return f"order {order_id}: shipped by DHL, 412.50 EUR"
+
+
+def thought(confidence: float, more: bool, words: int) -> dict[str, Any]:
+    return {
+        "hypothesis": " ".join(["the user wants the status of the order"] * words),
+        "confidence": confidence,
+        "gaps": ["carrier of the order"],
+        "next_thought_needed": more,
+        "actions": [{"kind": "respond", "detail": "say where it is", "expected_utility": 0.8}],
+    }
+
+
+class Reported:
+    """The usage each ``call_llm`` call reaches the node with (after every layer)."""
+
+    def __init__(self) -> None:
+        self.raw: list[int] = []
+
+    def layer(self) -> Any:
+        @as_middleware(priority=10_000, nodes=["call_llm"], name="reported")
+        def probe(view: View, ctx: CallContext, call_next: Callable[..., Any]) -> Any:
+            self.raw.append(ctx.measured().raw_total)
+            return call_next(view)
+
+        return probe
+
+
+def sent_tokens(model: ScriptedChatModel) -> list[int]:
+    return [
+        COUNTER.count_messages(list(c.messages)) + sum(map(COUNTER.count_tool, c.tools))
+        for c in model.calls
+        if not c.structured
+    ]
+
+
+def test_two_thoughts_in_a_turn_are_measured_as_the_one_sent() -> None:
+    # Two thoughts a turn (the first asks for another), long enough that counting
+    # both where one is sent is far outside the placement's few tokens.
+    turns = 3
+    model = ScriptedChatModel(
+        structured_responses=[
+            t for _ in range(turns) for t in (thought(0.3, True, 12), thought(0.9, False, 6))
+        ],
+        default="It shipped with DHL.",
+    )
+    reported = Reported()
+    agent = create_context_agent(
+        model,
+        [get_order],
+        think_settings=ThinkSettings(max_rounds=2),
+        middleware=[reported.layer()],
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(turns):
+        agent.invoke({"messages": [HumanMessage(f"Where is ORD-{i}?", id=f"h{i}")]}, config)
+    sent = sent_tokens(model)
+    assert len(sent) == turns == len(reported.raw)
+    for i, (measured, exact) in enumerate(zip(reported.raw, sent, strict=True)):
+        assert exact <= measured <= exact + PLACED_SAVING, (
+            f"call {i}: measured {measured}, sent {exact}"
+        )
+    shown = [c for c in model.calls if not c.structured][-1].text
+    assert "the user wants the status" in shown  # the thought is sent, once
+    assert shown.count("[Current thought]") == 1
+
+
+def test_a_calibration_under_one_never_lets_a_prompt_over_the_limit() -> None:
+    # A provider that reports fewer tokens than we count teaches a ratio under 1;
+    # applied to our exact count of what is sent, it let the ceiling pass prompts
+    # over prompt_limit. Tool results fill the window; no strategy cuts them.
+    budget = Budget.for_window(4_000)
+    rows = "\n".join(f"row {i}: parcel {i} left the depot at 0{i % 10}:00" for i in range(40))
+    model = ScriptedChatModel(default="Noted.", usage_scale=0.8)
+    agent = create_context_agent(model, [get_order], budget=budget, strategy="none", think=False)
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(8):
+        agent.invoke({"messages": [HumanMessage(f"Log {i}:\n{rows}", id=f"h{i}")]}, config)
+    sent = sent_tokens(model)
+    assert max(sent) > budget.prompt_limit * 0.8  # the session reached the ceiling
+    assert max(sent) <= budget.prompt_limit, (sent, budget.prompt_limit)
