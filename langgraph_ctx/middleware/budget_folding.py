@@ -57,7 +57,7 @@ from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import KEY, PER_CALL_TAIL
 from langgraph_ctx.middleware._strategy import RewritingStrategy
-from langgraph_ctx.middleware.compression import TieredCompression
+from langgraph_ctx.middleware.compression import TieredCompression, _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import bacm
@@ -183,6 +183,11 @@ class BudgetAwareFolding(RewritingStrategy):
     def _policy_fold(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
         state = self.budget_state(messages, ctx)
+        # Recall's blocks kept from earlier calls (reserved, counted as system) give
+        # way to the history when both do not fit, and recall refills whatever room a
+        # fold makes: counted here, each fold's room went to recall and the next call
+        # folded again, until the history the answers were in was folded away.
+        state = dataclasses.replace(state, used=max(0, state.used - _kept_recall(ctx)))
         if self.decide_at is None or state.used + state.pending < self.decide_at * state.limit:
             return view
         blocks = self._blocks(messages, ctx)

@@ -1,0 +1,26 @@
+"""Recall on never keeps fewer answers than recall off (issue 31), under BACM at 4K:
+``create_context_agent`` defaults (``think`` on), a generated multi-session
+conversation, an answer kept when it is in the question call's prompt.
+
+Recall's blocks kept from earlier calls are counted in the prompt's total (reserved,
+as system content). BACM read that total as its own history: each fold's room went to
+recall, and the next call folded again, until the facts asked about were folded away.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from answers_kept import conversations, run_cell
+
+
+def test_bacm_with_recall_keeps_at_least_what_it_keeps_without(tmp_path: Path) -> None:
+    load = conversations(True, seed=11, sessions=4)
+    (tmp_path / "off").mkdir()
+    (tmp_path / "on").mkdir()
+    off = run_cell(load, "bacm", False, 4_000, tmp_path / "off", cache=False)
+    on = run_cell(load, "bacm", True, 4_000, tmp_path / "on", cache=False)
+    assert off.error is None and on.error is None
+    assert off.probes == on.probes >= 5  # enough questions for the comparison to mean something
+    assert off.kept < off.probes  # the window is small enough that BACM folds facts away
+    assert on.kept >= off.kept, (on.kept, off.kept, on.probes)
