@@ -136,6 +136,27 @@ def test_recall_on_keeps_at_least_what_recall_off_keeps_at_8k() -> None:
     assert kept(on) >= kept(off)
 
 
+@pytest.mark.parametrize("window", [4_096])
+def test_strategy_none_with_recall_keeps_at_least_what_it_keeps_without(window: int) -> None:
+    """``strategy="none"``: the history fills the room on every call, so recall had
+    nothing archived to find, and its glimpse tool's schema pushed one more old
+    turn out of each prompt: recall on kept fewer answers than off. What a call
+    leaves out now goes to the archive, and recall brings the asked-for fact back."""
+    on, _, _ = session(Budget.for_window(window), recall=True, seed=1, strategy="none")
+    off, _, _ = session(Budget.for_window(window), recall=False, seed=1, strategy="none")
+    assert kept(on) >= kept(off)
+    brought = [v for v, call in asked_blocks(on) if v in call]
+    assert brought, "recall brings a left-out fact back into a question's prompt"
+
+
+def asked_blocks(asked: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """Each probe's value with the text of its question call's recall blocks."""
+    return [
+        (value, "".join(m.text for m in call.messages if RECALL_PREFIX in m.text))
+        for value, call in asked
+    ]
+
+
 def test_for_messages_bounds_the_messages_and_recall_together() -> None:
     """``Budget.for_messages(B)``: what the model receives of the conversation, recall
     included, stays within B (it used to get recall's 20,000-token share on top)."""
