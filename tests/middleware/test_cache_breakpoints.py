@@ -188,10 +188,11 @@ def test_appended_parts_cut_the_text_where_each_part_starts() -> None:
 
 
 def test_recall_never_anchors_in_arcs_memory() -> None:
-    # Within a tool loop ARC has folded the turn's user message into the memory,
-    # which is then the last user message. Rewritten every call, it is no anchor
-    # for recall's kept lines ("delta"): the block is per-call there, after the
-    # memory's parts, which stay where the previous call had them.
+    # In the session's first turn the question is the pinned task, before the
+    # memory: within that turn's tool loop the memory is the last user message (a
+    # later turn's question stays raw after it, 7a375dc). Rewritten every call, it
+    # is no anchor for recall's kept lines ("delta"): the block is per-call there,
+    # after the memory's parts, which stay where the previous call had them.
     from langchain_core.tools import tool
 
     from langgraph_ctx.markers import RECALL_PREFIX
@@ -202,11 +203,16 @@ def test_recall_never_anchors_in_arcs_memory() -> None:
         """Fetch an order."""
         return f"{order_id}: carrier DHL, booking BKG-{order_id[-3:]}; " + "scanned; " * 100
 
+    made: list[str] = []
+
     def act(messages: list[BaseMessage]) -> AIMessage:
-        if messages[-1].type == "tool":
+        # Twelve lookups in the first turn (its results folded, then recalled),
+        # one a turn after it.
+        if messages[-1].type == "tool" and (len(made) >= 12 or "Turn" in messages[-2].text):
             return AIMessage(f"Found {messages[-1].text[:30]}")
-        call = {"name": "get_order", "args": {"order_id": f"ORD-{len(messages):03d}"}}
-        return AIMessage("", tool_calls=[{**call, "id": f"c{len(messages)}"}])
+        made.append(f"ORD-{len(made):03d}")
+        call = {"name": "get_order", "args": {"order_id": made[-1]}}
+        return AIMessage("", tool_calls=[{**call, "id": f"c{len(made)}"}])
 
     model = ScriptedChatModel(default=act)
     agent = create_context_agent(
@@ -219,7 +225,9 @@ def test_recall_never_anchors_in_arcs_memory() -> None:
         budget=Budget.for_window(16_000),
     )
     config: Any = {"configurable": {"thread_id": "arc-recall"}}
-    for turn in range(12):
+    task = "What are the bookings for ORD-003, ORD-005 and ORD-007? Check every order."
+    agent.invoke({"messages": [HumanMessage(task)]}, config)
+    for turn in range(4):
         ask = f"Turn {turn}: what is the booking for ORD-{turn:03d}?"
         agent.invoke({"messages": [HumanMessage(ask)]}, config)
 
@@ -227,7 +235,10 @@ def test_recall_never_anchors_in_arcs_memory() -> None:
     for call in model.calls:
         memory = next(m for m in call.messages if MEMORY_TITLE in m.text)
         assert memory.text.startswith(MEMORY_TITLE)
+        assert isinstance(memory.content, list)
+        assert not any(RECALL_PREFIX in b["text"] for b in memory.content[:-1])  # never inside
         if memory is next(m for m in reversed(call.messages) if m.type == "human"):
-            assert isinstance(memory.content, list)
             in_memory += RECALL_PREFIX in memory.content[-1]["text"]  # after the parts
+        else:
+            assert RECALL_PREFIX not in memory.text  # a later question is the anchor
     assert in_memory >= 3

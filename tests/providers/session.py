@@ -117,8 +117,9 @@ def run_session(placement: Placement = "system") -> Session:
 
 @functools.cache
 def run_arc_session() -> tuple[list[tuple[BaseMessage, ...]], list[str]]:
-    """``strategy="arc"`` over a few turns with tools: every model call's messages, and
-    the memory's entries as the last call sent them (one content block each)."""
+    """``strategy="arc"`` over a few turns with tools: the model calls' messages up to
+    the one whose memory had the most entries, and those entries as that call (the
+    last returned) sent them (one content block each)."""
     parent = ScriptedChatModel(default=parent_reply, structured_default=THOUGHT)
     agent = create_context_agent(
         parent,
@@ -132,6 +133,12 @@ def run_arc_session() -> tuple[list[tuple[BaseMessage, ...]], list[str]]:
     config: Any = {"configurable": {"thread_id": "matrix-arc"}}
     for turn in range(1, 9):
         agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    # The call whose memory had the most entries, and the calls up to it: a
+    # reflection (no progress every few folds; each turn folds its question on
+    # its own since 7a375dc) starts the memory over at one block, so the last
+    # call's memory may hold only one or two entries.
     calls = [c.messages for c in parent.calls]
-    memory = next(m for m in calls[-1] if isinstance(m.content, list))
-    return calls, [b["text"] for b in memory.content if isinstance(b, dict)]
+    memories = [next(m for m in c if isinstance(m.content, list)) for c in calls]
+    widest = max(range(len(calls)), key=lambda i: (len(memories[i].content), i))
+    blocks = memories[widest].content
+    return calls[: widest + 1], [b["text"] for b in blocks if isinstance(b, dict)]
