@@ -349,7 +349,9 @@ class PredictiveExtraction(ContextStrategy):
         the step that must be whole is: the prompt is then the last one extended (what
         a provider's prompt cache serves). ``None``: select anew."""
         last = session.held
-        if last is None or len(last) > len(scored):
+        if last is None or len(last) > len(scored) or self.settings.condense_when_fits:
+            # condense_when_fits asks for a selection by relevance on every call: new
+            # steps held whole would never be condensed while they fit.
             return None
         levels = np.full(len(scored), FULL, dtype=np.int8)
         levels[: len(last)] = last

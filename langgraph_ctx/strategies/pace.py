@@ -75,7 +75,8 @@ class PaceSettings:
     comes when the steps added no longer fit, or a step that must be whole (the
     user's latest message) was condensed. ``0``: a new selection every call, by
     relevance to that call's step (the paper's rule; nothing cacheable past the
-    head once the history outgrows the budget)."""
+    head once the history outgrows the budget). With ``condense_when_fits`` every
+    call is a new selection too: that setting asks for one by relevance."""
 
     def __post_init__(self) -> None:
         check_int("recent", self.recent, least=1)
