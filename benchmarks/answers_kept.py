@@ -555,12 +555,13 @@ def _task(args: tuple[Workload, str, bool, int, bool]) -> tuple[Cell, int]:
     counter = _Warnings()
     log = logging.getLogger("langgraph_ctx")
     log.addHandler(counter)
-    log.propagate = False
+    propagate, log.propagate = log.propagate, False  # counted, not printed
     try:
         with tempfile.TemporaryDirectory() as folder:
             cell = run_cell(workload, strategy, recall, window, Path(folder), cache)
-    finally:
+    finally:  # as it was: the test suite calls this in-process, and its caplog listens
         log.removeHandler(counter)
+        log.propagate = propagate
     print(
         f"{workload.name} {window:,} {strategy} recall={'on' if recall else 'off'}: "
         f"{cell.kept}/{cell.probes} {cell.error or ''} ({cell.wall:.0f} s, {cell.cpu:.0f} s CPU)",

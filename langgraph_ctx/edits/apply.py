@@ -34,8 +34,8 @@ finds the same text under the same ``~n`` key and writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
+from typing import Any, cast
 
 from langchain_core.messages import BaseMessage
 from langgraph.channels.delta import DeltaChannel
@@ -135,13 +135,13 @@ def apply_edits(
     def put() -> None:
         collisions.clear()  # a retried IO call starts over
         for why, batch in batches:
-            keyed = _rekey(batch, get, collisions)
+            keyed = _rekey(_rekeying(batch, collisions), get)
             archive.put(thread, keyed, reason=why, namespace=namespace)
 
     async def aput() -> None:
         collisions.clear()
         for why, batch in batches:
-            keyed = await _arekey(batch, aget, collisions)
+            keyed = await _arekey(_rekeying(batch, collisions), aget)
             await archive.aput(thread, keyed, reason=why, namespace=namespace)
 
     try:
@@ -210,36 +210,47 @@ def _free_key(message: BaseMessage, found: BaseMessage | None, n: int) -> str | 
     return f"{message.id}~{n + 1}"
 
 
-def _rekey(
-    batch: Sequence[BaseMessage],
-    get: Callable[[str], BaseMessage | None],
-    collisions: list[dict[str, str]],
-) -> list[BaseMessage]:
+def _rekeying(
+    batch: Sequence[BaseMessage], collisions: list[dict[str, str]]
+) -> Generator[str, BaseMessage | None, list[BaseMessage]]:
     """``batch`` with each message whose id is archived with other content under
     the first free ``<id>~<n>`` key (or the one already holding it), noted in
-    ``collisions``."""
+    ``collisions``. Yields each key to look up and is sent what the archive holds
+    there, so that the sync and the async archive calls drive one logic."""
     out: list[BaseMessage] = []
     for m in batch:
         key, n = str(m.id), 0
-        while not _ours(m) and (nxt := _free_key(m, get(key), n)) is not None:
+        while not _ours(m) and (nxt := _free_key(m, (yield key), n)) is not None:
             key, n = nxt, n + 1
         out.append(m if n == 0 else _keyed(m, key, collisions))
     return out
+
+
+def _rekey(
+    steps: Generator[str, BaseMessage | None, list[BaseMessage]],
+    get: Callable[[str], BaseMessage | None],
+    reply: BaseMessage | None = None,
+) -> list[BaseMessage]:
+    """:func:`_rekeying` run to its end on the sync archive lookup ``get`` (``reply``:
+    what the last lookup found; ``None`` starts the generator)."""
+    try:
+        while True:
+            reply = get(steps.send(reply))
+    except StopIteration as done:
+        return cast(list[BaseMessage], done.value)
 
 
 async def _arekey(
-    batch: Sequence[BaseMessage],
+    steps: Generator[str, BaseMessage | None, list[BaseMessage]],
     aget: Callable[[str], Awaitable[BaseMessage | None]],
-    collisions: list[dict[str, str]],
+    reply: BaseMessage | None = None,
 ) -> list[BaseMessage]:
-    """:func:`_rekey` with an async lookup."""
-    out: list[BaseMessage] = []
-    for m in batch:
-        key, n = str(m.id), 0
-        while not _ours(m) and (nxt := _free_key(m, await aget(key), n)) is not None:
-            key, n = nxt, n + 1
-        out.append(m if n == 0 else _keyed(m, key, collisions))
-    return out
+    """:func:`_rekeying` run to its end on the async archive lookup ``aget``."""
+    try:
+        while True:
+            reply = await aget(steps.send(reply))
+    except StopIteration as done:
+        return cast(list[BaseMessage], done.value)
 
 
 def _keyed(message: BaseMessage, key: str, collisions: list[dict[str, str]]) -> BaseMessage:
