@@ -18,7 +18,6 @@ and every violation; exits 1 if any cell has one.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import sys
 import tempfile
@@ -31,16 +30,13 @@ sys.path.insert(0, str(ROOT))  # tests.conformance, run as a script from the rep
 from checkpoint_size import postgres_server  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
-from langgraph_ctx.agent import STRATEGIES  # noqa: E402
 from tests.conformance.session import (  # noqa: E402
-    LEXICAL_PACE,
+    MATRIX,
     MORE,
-    SAVERS,
     TURNS,
-    WINDOWS,
-    Cell,
     Record,
     run_phase,
+    score_pace_lexically,
 )
 from tests.postgres_fixture import ENV_URL, fresh_database  # noqa: E402
 
@@ -51,14 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--more", type=int, default=3 * MORE, help="after the restart")
     parser.add_argument("--only", default="", help="cells whose id contains this")
     args = parser.parse_args(argv)
-    target, value = LEXICAL_PACE  # as the test runs it (the core install's PACE scorer)
-    module, name = target.rsplit(".", 1)
-    setattr(__import__(module, fromlist=[name]), name, value)
-    cells = [
-        Cell(*c)
-        for c in itertools.product(STRATEGIES, (False, True), (False, True), WINDOWS, SAVERS)
-    ]
-    cells = [c for c in cells if args.only in c.id]
+    score_pace_lexically()  # as the test runs it (the core install's PACE scorer)
+    cells = [c for c in MATRIX if args.only in c.id]
     failed = 0
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         server = None

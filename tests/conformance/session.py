@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import itertools
 import json
 import subprocess
 import sys
@@ -117,6 +118,12 @@ class Cell:
             f"{self.strategy}-recall_{on[self.recall]}-think_{on[self.think]}"
             f"-{self.window}-{self.saver}"
         )
+
+
+MATRIX = [
+    Cell(*c) for c in itertools.product(STRATEGIES, (False, True), (False, True), WINDOWS, SAVERS)
+]
+"""The whole matrix: the test runs a part of it, ``python benchmarks/conformance.py`` all of it."""
 
 
 @dataclass
@@ -423,6 +430,14 @@ extra (the core install). The matrix is about combinations, and the encoder woul
 cost most of its time; the default with the extra has a cell of its own."""
 
 
+def score_pace_lexically() -> None:
+    """:data:`LEXICAL_PACE` for a whole process (a worker, the benchmark), where no
+    ``monkeypatch`` is there to put it back."""
+    target, value = LEXICAL_PACE
+    module, name = target.rsplit(".", 1)
+    setattr(sys.modules.get(module) or __import__(module, fromlist=[name]), name, value)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cell", required=True)
@@ -431,9 +446,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cell = Cell(**json.loads(args.cell))
     start, stop = map(int, args.turns.split(":"))
-    target, value = LEXICAL_PACE
-    module, name = target.rsplit(".", 1)
-    setattr(sys.modules.get(module) or __import__(module, fromlist=[name]), name, value)
+    score_pace_lexically()
     record = run_phase(cell, args.url, range(start, stop), args.url, {})
     print(json.dumps(asdict(record)))
 

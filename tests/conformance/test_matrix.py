@@ -14,7 +14,6 @@ The whole matrix, databases at every window too, is ``python benchmarks/conforma
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,15 +22,13 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import Budget
-from langgraph_ctx.agent import STRATEGIES
 from langgraph_ctx.markers import RECALL_PREFIX
 from langgraph_ctx.testing import ModelCall
 from tests.conformance.session import (
     LEXICAL_PACE,
+    MATRIX,
     MORE,
-    SAVERS,
     TURNS,
-    WINDOWS,
     Cell,
     Record,
     call_violations,
@@ -42,11 +39,7 @@ from tests.conformance.session import (
 )
 from tests.postgres_fixture import fresh_database
 
-ALL = [
-    Cell(*c) for c in itertools.product(STRATEGIES, (False, True), (False, True), WINDOWS, SAVERS)
-]
-"""The whole matrix: ``python benchmarks/conformance.py`` runs every cell."""
-CELLS = [c for c in ALL if c.saver == "memory" or c.window == "4K"]
+CELLS = [c for c in MATRIX if c.saver == "memory" or c.window == "4K"]
 """What the suite runs, within CI's time: every strategy x recall x think at every
 window on the in-memory saver, and at 4K on SQLite and PostgreSQL. A database
 changes where the session lives, not what the window makes the strategies do; a
