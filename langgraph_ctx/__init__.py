@@ -4,7 +4,8 @@ The public API. Everything importable from here is listed in ``__all__``
 (a test keeps the two in step); everything else is private.
 """
 
-from langgraph_ctx import _moved
+from importlib import metadata as _metadata
+
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget, UsageReport, Zones, rebalance
 from langgraph_ctx.errors import (
@@ -63,7 +64,12 @@ from langgraph_ctx.tokens import (
     load_encoding,
 )
 
-_moved.install()  # old module paths of 0.1, for one release
+# The installed distribution's version, so it is written once (pyproject.toml). A source
+# tree put on sys.path without installing has no metadata: say so rather than guess.
+try:
+    __version__: str = _metadata.version("langgraph-ctx")
+except _metadata.PackageNotFoundError:
+    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "AdaptiveContextManager",
