@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx import pin
-from langgraph_ctx.compression._tiers import on_topic, plan_compression, safe_cuts, split_tiers
+from langgraph_ctx.history.structure import on_topic, plan_compression, safe_cuts, split_tiers
 
 
 @st.composite

@@ -1,9 +1,10 @@
 """Summarizers (public) and the machinery of tiered compression (private modules).
 
 The middleware that runs compression is :class:`langgraph_ctx.middleware.TieredCompression`;
-this package holds what it uses: the tier planner (``_tiers``), the offline
-extractive summarizer (``_extractive``), entity retention (``_entities``) and
-the common-word list both lean on (``_lexicon``). ``__all__`` below is the one
+this package holds what it uses (the tier planner it shares with the other
+strategies is in :mod:`langgraph_ctx.history`): the offline extractive
+summarizer (``_extractive``), entity retention (``_entities``) and the
+common-word list both lean on (``_lexicon``). ``__all__`` below is the one
 list of its public names.
 """
 

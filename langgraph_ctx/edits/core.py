@@ -60,8 +60,8 @@ from langchain_core.messages import (
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langgraph_ctx.compression._tiers import Tiers, split_tiers, tool_units
 from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.history import Tiers, split_tiers, tool_units
 from langgraph_ctx.markers import KEY
 
 Reason = Literal[

@@ -67,7 +67,7 @@ from typing_extensions import NotRequired
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.middleware._breakpoints import is_anthropic, mark_breakpoints
+from langgraph_ctx.history import is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import (

@@ -52,8 +52,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, Remove
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
-from langgraph_ctx.compression import _prepare
 from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
+from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View

@@ -60,18 +60,10 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
-from langgraph_ctx.compression import _prepare
 from langgraph_ctx.compression._ceiling import (
     COMPACT_FLOOR,
     compact_tool_result,
     fit_prompt,
-)
-from langgraph_ctx.compression._tiers import (
-    Plan,
-    Tiers,
-    plan_compression,
-    split_tiers,
-    turn_starts,
 )
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
@@ -81,6 +73,14 @@ from langgraph_ctx.compression.summarizers import (
 )
 from langgraph_ctx.edits import EditOp
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.history import (
+    Plan,
+    Tiers,
+    plan_compression,
+    split_tiers,
+    turn_starts,
+)
+from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,

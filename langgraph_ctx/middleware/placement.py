@@ -35,7 +35,7 @@ prompt of each call is rewritten (ephemeral: the checkpoint never sees it):
   where each part starts: :func:`~langgraph_ctx.markers.appended_parts`) is sent
   as one text block per part, the same text: the previous call's version of it
   then ends at a block boundary, the only place Anthropic's cache looks for an
-  entry (:mod:`~langgraph_ctx.middleware._breakpoints` marks it there).
+  entry (:mod:`~langgraph_ctx.history.breakpoints` marks it there).
 
 Tool calls and their results, pinned messages and compacted tool results are
 left as they are. ``"none"`` leaves the prompt untouched.

@@ -36,8 +36,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx._checks import check_int
 from langgraph_ctx.compression import entities
-from langgraph_ctx.compression._tiers import tool_units
 from langgraph_ctx.edits import EditOp, is_edited, is_note
+from langgraph_ctx.history import tool_units
 from langgraph_ctx.strategies._offline import OfflineBaseline
 from langgraph_ctx.strategies.adacom import NOTE_TITLE, ManagerRequest
 

@@ -5,7 +5,7 @@ A job starts when a step is complete. It runs in PACE's own bounded pool of
 daemon threads (:class:`~langgraph_ctx._workers.DaemonPool`: a summarizer that
 hangs holds one of its few workers, never the agent's call, never interpreter
 exit), or, for a chat-model summarizer under ``ainvoke``, as a task on the
-running loop (:func:`~langgraph_ctx.compression._prepare.settle`, as tiered
+running loop (:func:`~langgraph_ctx.history.jobs.settle`, as tiered
 compression prepares its summaries). A call only ever asks whether a job is
 done (:meth:`SummaryJob.outcome`); one past its timeout is given up.
 """
@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._workers import DaemonPool
 from langgraph_ctx.compression import ChatModelSummarizer, Summarizer
-from langgraph_ctx.compression._prepare import settle
+from langgraph_ctx.history import settle
 
 POOL = DaemonPool(2, name="lgctx-pace")
 """Two workers for every PACE session of the process: summaries queue behind them,

@@ -22,8 +22,8 @@ from pydantic import PrivateAttr
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.history.breakpoints import LIMIT, mark_breakpoints
 from langgraph_ctx.markers import KEY, PARTS, appended_parts
-from langgraph_ctx.middleware._breakpoints import LIMIT, mark_breakpoints
 from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 
 anthropic = pytest.importorskip("langchain_anthropic")

@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langgraph_ctx import is_summary
-from langgraph_ctx.compression._tiers import Plan, pair_results
 from langgraph_ctx.edits import EditOp, EditPlan
 from langgraph_ctx.edits import apply as edits_apply
+from langgraph_ctx.history import Plan, pair_results
 from langgraph_ctx.markers import summary_info
 from langgraph_ctx.middleware import compression as compression_module
 from langgraph_ctx.storage.archive import InMemoryArchive

@@ -10,7 +10,7 @@ reply. The final prompt is placed for the provider
 says without one (the prebuilt agent runs one: the system prompt and summaries
 in one leading system message, the thought in the last user message). With an
 Anthropic model, the prompt carries cache breakpoints where it stops being the
-previous call's (:mod:`~langgraph_ctx.middleware._breakpoints`): Anthropic
+previous call's (:mod:`~langgraph_ctx.history.breakpoints`): Anthropic
 caches nothing unmarked, the other providers need no marks. With a Mistral
 model, the text of an assistant message that calls tools goes to its first
 result (:func:`~langgraph_ctx.middleware.placement.text_off_calls`): the client
@@ -31,7 +31,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.agent.nodes.think import current_thought, graph_state, note
-from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware._thought import thought_message
 from langgraph_ctx.middleware.placement import (
     Placement,
@@ -61,7 +61,7 @@ def call_llm_node(
     :class:`~langgraph_ctx.middleware.ProviderPlacement` runs on the node
     (``"system"``, ``"pair"``, or ``None``/``"none"`` for the prompt as built).
     ``cache_breakpoints``: with an Anthropic model (``langchain_anthropic``), mark
-    the prompt cache's breakpoints (:func:`~langgraph_ctx.middleware._breakpoints.mark_breakpoints`
+    the prompt cache's breakpoints (:func:`~langgraph_ctx.history.mark_breakpoints`
     and the request's own); ignored for other models.
     """
     counter = TokenCounter()

@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.markers import KEY
-from langgraph_ctx.middleware._breakpoints import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware._thought import carried_thought, turn_thoughts
 from langgraph_ctx.middleware._thought import turn_id as _turn_id
 from langgraph_ctx.middleware.placement import (

@@ -1,4 +1,8 @@
-"""Compression prepared ahead: the next summary, built while the agent waits.
+"""Background jobs tied to a history snapshot: the next summary, built while the agent waits.
+
+Tiered compression prepares its next summary here, ARC its next reflection and
+PACE its step summaries: each job is keyed by the messages it read
+(:func:`span_key`), so a result is applied only to the history it describes.
 
 In the yellow zone the span the next compression will remove is already
 known. Summarizing it then, in the background, while the node waits on its
