@@ -80,7 +80,9 @@ from langgraph_ctx.agent import Thought, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter, load_encoding
 
-STRATEGIES = ("tiered", "adacom", "arc", "bacm", "pace")
+STRATEGIES = ("tiered", "none", "adacom", "arc", "bacm", "pace")
+"""Every strategy of the registry: the default first, then "none" (nothing manages the
+history; pre-flight's ceiling fits each call), the baseline the others should beat."""
 WINDOWS = (2_000, 4_000, 8_000, 32_000, 128_000)
 CACHE_WINDOWS = (32_000, 128_000)
 WORKLOADS = ("conversations", "bfcl", "tau")
@@ -147,8 +149,7 @@ def conversations(quick: bool, seed: int, sessions: int | None = None) -> Worklo
                 probes = (Probe(f"{seed + k}/{q.id}", q.needs, True, q.kind),)
             turns.append(Turn((t.user,), (AIMessage(t.reply),), probes))
         dialogues.append(Dialogue(f"conversation {seed + k}", tuple(turns)))
-    n = sum(len(d.turns) for d in dialogues)
-    q = sum(len(t.probes) for d in dialogues for t in d.turns)
+    n, q = _size(dialogues)
     return Workload(
         "conversations",
         "multi-session conversations (generated)",
@@ -156,6 +157,12 @@ def conversations(quick: bool, seed: int, sessions: int | None = None) -> Worklo
         f"{count} conversation(s) of {size} dated sessions (seeds {seed}-{seed + count - 1}), "
         f"{n} turns, {q} questions",
     )
+
+
+def _size(dialogues: Sequence[Dialogue]) -> tuple[int, int]:
+    """A workload's turns and questions, for its note."""
+    turns = [t for d in dialogues for t in d.turns]
+    return len(turns), sum(len(t.probes) for t in turns)
 
 
 def bfcl(quick: bool, data: Path, scenarios: Sequence[str] = BFCL_SCENARIOS) -> Workload:
@@ -176,8 +183,7 @@ def bfcl(quick: bool, data: Path, scenarios: Sequence[str] = BFCL_SCENARIOS) -> 
             probe = Probe(q["id"], (gold,), False)
             turns.append(Turn((q["question"][-1][-1]["content"],), (AIMessage("ok"),), (probe,)))
         dialogues.append(Dialogue(f"bfcl {scenario}", tuple(turns)))
-    n = sum(len(d.turns) for d in dialogues)
-    q = sum(len(t.probes) for d in dialogues for t in d.turns)
+    n, q = _size(dialogues)
     scope = f"scenario(s) {', '.join(scenarios)}, " + (
         "the first 8 questions of each" if quick else "all their questions"
     )
@@ -231,8 +237,7 @@ def tau(quick: bool, data: Path, count: int | None = None) -> Workload:
                 tools=tuple(sorted(names)),
             )
         )
-    n = sum(len(d.turns) for d in dialogues)
-    q = sum(len(t.probes) for d in dialogues for t in d.turns)
+    n, q = _size(dialogues)
     return Workload(
         "tau",
         "tau-bench airline",
@@ -297,6 +302,8 @@ class Player:
         self.counter = TokenCounter()
         policy = dialogue.system.casefold() if dialogue.system else None
         self.policy = policy
+        self.at = "setup"
+        """Where the dialogue is: what a failure names."""
 
     def start(self, turn: Turn) -> None:
         self.replies = deque(turn.replies)
@@ -393,14 +400,8 @@ def play(
     meters: Any,
 ) -> str | None:
     """Every turn of one dialogue through a fresh agent; the error, if one was raised."""
-    player = Player(dialogue, cell, meters)
-    queue = {k: deque(v) for k, v in dialogue.results.items()}
-    tools = [
-        RecordedTool(name=t, description=f"The airline system's {t} operation.", queue=queue)
-        for t in dialogue.tools
-    ]
+    player, tools = _player(dialogue, cell, meters)
     model = ScriptedChatModel(default=player.act, structured_default=player.think, keep_calls=0)
-    at = "setup"
     try:
         agent = create_context_agent(
             model,
@@ -411,19 +412,38 @@ def play(
             recall=recall,
             system_prompt=dialogue.system,
         )
-        config: Any = {"configurable": {"thread_id": dialogue.name}}
-        for i, turn in enumerate(dialogue.turns):
-            at = f"turn {i}"
-            player.start(turn)
-            # Room for the turn's tool rounds (think, fetch_tools, call_llm, tools each).
-            config["recursion_limit"] = 25 + 8 * len(turn.replies)
-            agent.invoke({"messages": [HumanMessage(u) for u in turn.user]}, config)
+        # Room for the turn's tool rounds (think, fetch_tools, call_llm, tools each).
+        _replay(agent, dialogue, player, steps_per_reply=8)
     except Exception as e:  # a cell that fails shows why, and the run goes on
-        detail = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        print(f"  {dialogue.name} {strategy} recall={recall} {window}: {at}: {detail}",
-              file=sys.stderr)  # fmt: skip
-        return f"{type(e).__name__} ({dialogue.name}, {at})"
+        return _failed(dialogue, f"{strategy} recall={recall} {window}", player, e)
     return None
+
+
+def _player(dialogue: Dialogue, cell: Cell, meters: Any) -> tuple[Player, list[BaseTool]]:
+    """The scripted model's player for a dialogue, and its tools giving the recorded results."""
+    queue = {k: deque(v) for k, v in dialogue.results.items()}
+    tools: list[BaseTool] = [
+        RecordedTool(name=t, description=f"The airline system's {t} operation.", queue=queue)
+        for t in dialogue.tools
+    ]
+    return Player(dialogue, cell, meters), tools
+
+
+def _replay(agent: Any, dialogue: Dialogue, player: Player, steps_per_reply: int) -> None:
+    """One ``invoke`` per turn of the dialogue, on one thread; ``player.at`` names the turn."""
+    config: Any = {"configurable": {"thread_id": dialogue.name}}
+    for i, turn in enumerate(dialogue.turns):
+        player.at = f"turn {i}"
+        player.start(turn)
+        config["recursion_limit"] = 25 + steps_per_reply * len(turn.replies)
+        agent.invoke({"messages": [HumanMessage(u) for u in turn.user]}, config)
+
+
+def _failed(dialogue: Dialogue, label: str, player: Player, e: Exception) -> str:
+    """Says on stderr why a dialogue stopped; what its cell shows instead of a number."""
+    detail = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    print(f"  {dialogue.name} {label}: {player.at}: {detail}", file=sys.stderr)
+    return f"{type(e).__name__} ({dialogue.name}, {player.at})"
 
 
 # -- the peers: the same turns through LangChain's agent and langmem -----------------------
@@ -446,18 +466,12 @@ def play_peer(
 
     from langgraph_ctx.compression import ExtractiveSummarizer
 
-    player = Player(dialogue, cell, meters)
-    queue = {k: deque(v) for k, v in dialogue.results.items()}
-    tools = [
-        RecordedTool(name=t, description=f"The airline system's {t} operation.", queue=queue)
-        for t in dialogue.tools
-    ]
+    player, tools = _player(dialogue, cell, meters)
     model = ScriptedChatModel(default=player.act, keep_calls=0)
     counter = TokenCounter()
     limit, summary = Budget.for_window(window).red_line, min(2_000, window // 16)
     summarizer = ExtractiveChatModel(max_tokens=summary, summarizer=ExtractiveSummarizer())
     policy = counter.count_text(dialogue.system) + 3 if dialogue.system else 0
-    at = "setup"
     try:
         with SqliteSaver.from_conn_string(str(db)) as saver:
             if peer == "summarization":
@@ -467,15 +481,9 @@ def play_peer(
             else:
                 agent = _langmem_agent(model, tools, dialogue.system, saver, summarizer,
                                        limit, limit - summary - policy, summary)  # fmt: skip
-            config: Any = {"configurable": {"thread_id": dialogue.name}}
-            for i, turn in enumerate(dialogue.turns):
-                at = f"turn {i}"
-                player.start(turn)
-                config["recursion_limit"] = 25 + 4 * len(turn.replies)
-                agent.invoke({"messages": [HumanMessage(u) for u in turn.user]}, config)
+            _replay(agent, dialogue, player, steps_per_reply=4)  # no think, no fetch_tools
     except Exception as e:  # a cell that fails shows why, and the run goes on
-        print(f"  {dialogue.name} {peer} {window}: {at}: {type(e).__name__}: {e}", file=sys.stderr)
-        return f"{type(e).__name__} ({dialogue.name}, {at})"
+        return _failed(dialogue, f"{peer} {window}", player, e)
     return None
 
 
@@ -580,7 +588,7 @@ def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
     """Strategies by window, each cell recall off -> on; a drop is marked."""
     rows = []
     for s in strategies:
-        row = [s + (" (default)" if s == "tiered" else "")]
+        row = [s + {"tiered": " (default)", "none": " (baseline)"}.get(s, "")]
         for w in windows:
             off, on = cells[(s, False, w)], cells[(s, True, w)]
             mark = ""

@@ -109,3 +109,10 @@ def test_the_command_writes_tables_for_the_generated_workload(
     assert "| tiered (default) |" in text and "% → " in text
     assert "Defaults (tiered) at 2K: recall on" in text
     assert "Command: `python benchmarks/answers_kept.py --quick" in text
+
+
+def test_every_strategy_of_the_registry_is_run_by_default_the_baseline_after_the_default() -> None:
+    from langgraph_ctx.agent import STRATEGIES as REGISTRY
+
+    assert sorted(answers_kept.STRATEGIES) == sorted(REGISTRY)
+    assert answers_kept.STRATEGIES[:2] == ("tiered", "none")
