@@ -70,6 +70,23 @@ THOUGHT = {
 }
 
 
+def order_desk(model: Any, turns: int, thread: str, **options: Any) -> Any:
+    """The agent with :func:`get_order` at a 12K window, asked about one order a turn
+    for ``turns`` turns on ``thread``; ``options`` go to ``create_context_agent``."""
+    agent = create_context_agent(
+        model,
+        [get_order],
+        always_include=["get_order"],
+        system_prompt=SYSTEM,
+        budget=Budget.for_window(12_000),
+        **options,
+    )
+    config: Any = {"configurable": {"thread_id": thread}}
+    for turn in range(1, turns + 1):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    return agent
+
+
 @dataclass(frozen=True)
 class Session:
     calls: list[tuple[BaseMessage, ...]]
@@ -121,18 +138,7 @@ def run_arc_session() -> tuple[list[tuple[BaseMessage, ...]], list[str]]:
     the one whose memory had the most entries, and those entries as that call (the
     last returned) sent them (one content block each)."""
     parent = ScriptedChatModel(default=parent_reply, structured_default=THOUGHT)
-    agent = create_context_agent(
-        parent,
-        [get_order],
-        always_include=["get_order"],
-        system_prompt=SYSTEM,
-        budget=Budget.for_window(12_000),
-        strategy="arc",
-        think=False,
-    )
-    config: Any = {"configurable": {"thread_id": "matrix-arc"}}
-    for turn in range(1, 9):
-        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    order_desk(parent, 8, "matrix-arc", strategy="arc", think=False)
     # The call whose memory had the most entries, and the calls up to it: a
     # reflection (no progress every few folds; each turn folds its question on
     # its own since 7a375dc) starts the memory over at one block, so the last

@@ -17,11 +17,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langgraph_ctx import Budget
-from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.middleware.placement import drops_text_beside_calls, text_off_calls
 from langgraph_ctx.testing import ScriptedChatModel
 
-from .session import SYSTEM, THOUGHT, get_order, parent_reply
+from .session import THOUGHT, get_order, order_desk, parent_reply
 from .test_provider_matrix import CLIENTS, _escaped, _payloads
 
 mistralai = pytest.importorskip("langchain_mistralai")
@@ -39,32 +38,28 @@ class ScriptedMistral(mistralai.ChatMistralAI):  # type: ignore[misc,name-define
 def test_the_plan_note_and_bacms_step_ids_reach_a_mistral_model() -> None:
     PAYLOADS.clear()
     model = ScriptedMistral(model="mistral-large-latest", api_key="test")
-    agent = create_context_agent(
-        model,
-        [get_order],
-        always_include=["get_order"],
-        system_prompt=SYSTEM,
-        budget=Budget.for_window(12_000),
-        strategy="bacm",
-        think_model=ScriptedChatModel(structured_default=THOUGHT),
-    )
-    config: Any = {"configurable": {"thread_id": "mistral"}}
-    for turn in range(1, 5):
-        question = f"Turn {turn}: where is order ORD-{turn:04d}?"
-        agent.invoke({"messages": [HumanMessage(question)]}, config)
+    thinker = ScriptedChatModel(structured_default=THOUGHT)
+    order_desk(model, 4, "mistral", strategy="bacm", think_model=thinker)
     assert len(PAYLOADS) >= 8
     # Every step that called a tool was planned (think) and is a block (BACM): its
     # note and its tag are in what the client sends, with its first result.
-    steps = 0
-    for payload in PAYLOADS:
-        for m, after in pairwise(payload):
-            if m["role"] == "assistant" and m.get("tool_calls"):
-                steps += 1
-                assert not m["content"]  # the client's rule, kept: Mistral takes it
-                said = str(after["content"])
-                assert after["role"] == "tool" and "[plan]" in said, said[:200]
-                assert re.search(r"\[step c[0-9a-f]{5}", said), said[:200]
-    assert steps >= 6
+    steps = _tool_steps(PAYLOADS)
+    for m, after in steps:
+        assert not m["content"]  # the client's rule, kept: Mistral takes it
+        said = str(after["content"])
+        assert after["role"] == "tool" and "[plan]" in said, said[:200]
+        assert re.search(r"\[step c[0-9a-f]{5}", said), said[:200]
+    assert len(steps) >= 6
+
+
+def _tool_steps(payloads: list[list[dict[str, Any]]]) -> list[tuple[dict[str, Any], ...]]:
+    """Each assistant message of the payloads that calls tools, with the message after it."""
+    return [
+        (m, after)
+        for payload in payloads
+        for m, after in pairwise(payload)
+        if m["role"] == "assistant" and m.get("tool_calls")
+    ]
 
 
 def test_only_mistral_clients_are_told_apart() -> None:
@@ -107,18 +102,7 @@ def test_every_client_takes_bacms_prompts_with_the_line_in_a_block_of_its_own(cl
     (a tool result's content is then a list): every client's builder takes it, and
     the line is in what it sends."""
     model = ScriptedChatModel(default=parent_reply)
-    agent = create_context_agent(
-        model,
-        [get_order],
-        always_include=["get_order"],
-        system_prompt=SYSTEM,
-        budget=Budget.for_window(12_000),
-        strategy="bacm",
-        think=False,
-    )
-    config: Any = {"configurable": {"thread_id": "bacm-matrix"}}
-    for turn in range(1, 4):
-        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
+    order_desk(model, 3, "bacm-matrix", strategy="bacm", think=False)
     calls = [c.messages for c in model.calls]
     assert any(isinstance(m.content, list) and m.type == "tool" for c in calls for m in c)
     payloads = _payloads(CLIENTS[client](), calls)
@@ -141,10 +125,7 @@ def test_inside_create_agent_bacms_step_ids_reach_a_mistral_model() -> None:
     config: Any = {"configurable": {"thread_id": "mistral-create-agent"}}
     for turn in range(1, 4):
         agent.invoke({"messages": [HumanMessage(f"Turn {turn}: where is ORD-{turn:04d}?")]}, config)
-    steps = 0
-    for payload in PAYLOADS:
-        for m, after in pairwise(payload):
-            if m["role"] == "assistant" and m.get("tool_calls"):
-                steps += 1
-                assert re.search(r"\[step c[0-9a-f]{5}", str(after["content"]))
-    assert steps >= 3
+    steps = _tool_steps(PAYLOADS)
+    for _, after in steps:
+        assert re.search(r"\[step c[0-9a-f]{5}", str(after["content"]))
+    assert len(steps) >= 3
