@@ -72,15 +72,20 @@ def researcher() -> SubAgents:
         topic = messages[-1].text.split()[-1]
         return AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": "l1"}])
 
-    spec = SubAgentSpec(
-        name="researcher",
+    return SubAgents([child_spec("researcher", "looks topics up", "You look topics up.", reply)])
+
+
+def child_spec(name: str, does: str, system: str, reply: Any, **options: Any) -> SubAgentSpec:
+    """A sub-agent that ``does`` with :func:`lookup`, its model scripted by ``reply``."""
+    return SubAgentSpec(
+        name=name,
         kind="tool",
-        description="looks topics up",
-        system_prompt="You look topics up.",
+        description=does,
+        system_prompt=system,
         model=ScriptedChatModel(default=reply),
         tools=[lookup],
+        **options,
     )
-    return SubAgents([spec])
 
 
 def question(i: int) -> dict[str, Any]:
@@ -195,16 +200,9 @@ def test_a_child_under_each_strategy_reads_more_than_its_window_and_reports(
         call = {"name": "lookup", "args": {"topic": f"part{k}"}, "id": f"r{k}"}
         return AIMessage("", tool_calls=[call])
 
-    spec = SubAgentSpec(
-        name="reader",
-        kind="tool",
-        description="reads records",
-        system_prompt="You read records.",
-        model=ScriptedChatModel(default=child),
-        tools=[lookup],
-        budget=Budget.for_window(4_000),
-        strategy=strategy,
-    )
+    window = Budget.for_window(4_000)
+    spec = child_spec("reader", "reads records", "You read records.", child, budget=window,
+                      strategy=strategy)  # fmt: skip
     subs = SubAgents([spec])
     call = {"agent": "reader", "task": "Read the six records", "inputs": {}}
     parent = ScriptedChatModel(
