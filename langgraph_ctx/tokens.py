@@ -274,15 +274,14 @@ class MessageTokenCache:
     The key is the id and the content: a message edited in place (same id,
     new content) is recounted.
 
-    Keying is linear in the history, with a C-level constant (about 0.25 µs a
-    message), even where the framework hands back the very objects of the
+    Keying is linear in the history, with a small C-level constant per message,
+    even where the framework hands back the very objects of the
     last call (several model calls inside one ``invoke``). Skipping those by
     identity needs the objects, held (the memory this cache is bounded
-    against), or weak references to them: we measured those, and building
-    them for the fresh history of every checkpointed step cost more than
-    keying it (1.7-1.9x the keying's time at 1,000-10,000 messages), and
-    saved a quarter at 1,000 on the same-object calls: a reference is still
-    a step per message. Anything that is not must hold the objects. The
+    against), or weak references to them: building those for the fresh
+    history of every checkpointed step costs more than keying it, and saves
+    only part of the keying on the same-object calls: a reference is still a
+    step per message. Anything that is not must hold the objects. The
     checkpointed step is what users run.
     """
 

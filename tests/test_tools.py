@@ -123,7 +123,7 @@ def test_lru_order_and_capacity() -> None:
 
 def test_by_default_found_tools_stay_bound_while_the_tool_budget_holds_them() -> None:
     # Each change to the tools bound costs the prompt cache the whole prompt: no
-    # count limit by default, only the budget (benchmarks/prompt_cache_tools.py).
+    # count limit by default, only the budget (see benchmarks/RESULTS.md).
     from langgraph_ctx.agent import create_context_agent
 
     found = [t.name for t in TOOLS[:30]]  # about 4,500 schema tokens

@@ -12,19 +12,19 @@ breakpoints go where the prompt stops being the same as the previous call's:
 - the last part of a message that grows by appending (ARC's interaction
   memory, which placement sends as one block per part): what follows it, the
   latest interaction, is replaced on every call, and without a breakpoint here
-  no entry would ever be written where the memory ends (0% of ARC's prompt
-  cached on Anthropic's rule over 1,000 turns, ``benchmarks/prompt_cache.py``);
+  no entry would ever be written where the memory ends, and none of ARC's
+  prompt would be served from Anthropic's cache (see benchmarks/RESULTS.md);
 - the last block of the message before the one that carries this call's
   per-call context (the current thought, the thinking instructions, recall with
   ``recall_refresh="call"``: placement marks it :data:`~langgraph_ctx.markers.PER_CALL`).
   The next turn sends that user message without it, so an entry written at the
   end of this prompt is never found again; without this breakpoint, an agent
-  that thinks (the prebuilt agent's default) kept 49% of its prompt cached
-  against 98% without thinking;
+  that thinks (the prebuilt agent's default) would lose the cache for most of
+  each prompt that an agent without thinking keeps;
 - the block before a trailing per-call block (BACM's budget line, the last
   block of the last message: :data:`~langgraph_ctx.markers.PER_CALL_TAIL`): the
   next call sends that message without the line, so an entry written at the end
-  of the prompt is never found again (prompt_cache_bacm in ``benchmarks/RESULTS.md``);
+  of the prompt is never found again (see benchmarks/RESULTS.md);
 - the end of the prompt: the ``cache_control`` request argument
   (:data:`TAIL`), which ``ChatAnthropic`` turns into the right form for its
   transport (top level for the direct API, on the last eligible block for the

@@ -12,8 +12,8 @@ later call pays:
   leaves under the red line, so a new question is shown what recall finds for
   it, scaled to the room actually free. (``per_turn``, a share of recall's
   limit, caps it instead: its best new lines that fit, the best one alone if
-  none does, and within what the other turns' blocks leave of the limit; the
-  former default, 0.025, was less than one line at a small window, and a new
+  none does, and within what the other turns' blocks leave of the limit; a
+  small share is less than one line at a small window, and a new
   question got one snippet, often not the one it needed.) The model sees the
   lines of this call's block and every line shown since the last compression.
   The blocks kept are counted with the messages, so pre-flight's red line, and
@@ -25,9 +25,8 @@ later call pays:
   earlier turns' blocks are never given up between compressions: giving up the
   latest turns' blocks, turn after turn, changed the prompt a few turns back on
   every call, and on Anthropic's cache, whose entries are only where earlier
-  prompts ended, each such call missed the whole prompt
-  (``benchmarks/prompt_cache.py``). After a compression this call's block starts
-  over, whole.
+  prompts ended, each such call missed the whole prompt. After a compression
+  this call's block starts over, whole.
 - ``"compression"``: one block kept, byte-identical, as stable context right
   after the summaries, until the stable prefix changes (a compression); then
   this call's block replaces it. The fewest recall tokens sent, but recall
@@ -43,8 +42,8 @@ with the stable prefix it belongs to) when the graph's state has a ``session``
 key, as ``ContextState`` does. Each run of a thread may be served by another
 process (LangGraph Server's replicas) or a restarted one, and a process that
 rebuilt the blocks from its own memory would send other bytes a few turns back
-(two processes taking a thread's runs at random: 57% of the prompt cacheable
-instead of 98%, ``benchmarks/prompt_cache.py``) and show the model recalled lines
+(with two processes taking a thread's runs at random, a large part of each
+prompt would stop being cacheable: see benchmarks/RESULTS.md) and show the model recalled lines
 that come and go. The process's memory keeps the same blocks with their token
 counts, used while they match the checkpoint. Without a ``session`` key, what is
 kept lives in the process's memory only (a restarted process starts over).
@@ -121,7 +120,7 @@ class _Shown:
 DEFAULT_PER_TURN: float | None = None
 """``per_turn`` by default: no share; a turn adds its call's block whole (the lines
 not shown yet), which recall sized to the room the prompt leaves. A fixed share
-of recall's limit (0.025 was the default) is less than one line at a small
+of recall's limit, if small, is less than one line at a small
 window: a new question then got one snippet, often not the one it needed."""
 
 

@@ -29,7 +29,7 @@ blocks, the budget state and the fold action):
    :data:`~langgraph_ctx.markers.PER_CALL_TAIL`, and an Anthropic prompt gets a
    breakpoint on the block before the line). In front of the observation, the
    line changed the message's first block, and Anthropic's rule served little
-   more than the system block (``benchmarks/RESULTS.md``, prompt_cache_bacm).
+   more than the system block (see benchmarks/RESULTS.md).
 
 Ledger: ``fold`` for every decision (``by``: agent or policy; ``kind``: null,
 partial, full or refused; the commit ids and the budget state), with the

@@ -103,7 +103,7 @@ a provider's prompt cache everything after the new summary (the verbatim turns
 kept shift up). It is an aim, not a floor: a compression never goes below what
 it must keep (the pinned messages, a summary and the protected turns:
 :meth:`TieredCompression._line_and_goal`), which at a window under about 32K is
-more than 0.1 of the room, so there the goal is that (``benchmarks/recall_defaults.py``)."""
+more than 0.1 of the room, so there the goal is that."""
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(

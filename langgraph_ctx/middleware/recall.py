@@ -201,7 +201,8 @@ class MemoryRecall(RoomFiller):
         # The room the prompt leaves under the red line, whatever the auxiliary
         # share: that share is sized for a 128K window (2.5 snippets at 4K), and
         # the room past it is the room compression left, which recall is there to
-        # fill (at 4K the question used to be sent 0.62 of its budget). Within
+        # fill (at a small window, recall held to its own share sent the question
+        # a fraction of what it could have had). Within
         # max_tokens if set. ``limit`` (what blocks kept from earlier turns may
         # take together) is the auxiliary allocation as configured: rebalancing
         # lends what recall leaves unused to other components.

@@ -7,11 +7,11 @@ so an evicted tool can always be found again.
 
 By default a found tool stays bound until the tool budget is short, not until
 some count of tools is reached: the schemas come first in a provider's prompt,
-so each change to the set bound costs the prompt cache the whole prompt. Over
-400 turns with 60 tools (``benchmarks/prompt_cache_tools.py``), a capacity of
-16 changed the set on 215 of 1,015 calls and left 78.6% of the prompt
-cacheable on Anthropic; kept until the budget, 19 changes and 98.9%, at a
-quarter of the cost. ``capacity`` still caps the count where a user wants it.
+so each change to the set bound costs the prompt cache the whole prompt. A
+small fixed capacity changes the set on a large share of calls; keeping tools
+until the budget is short changes it rarely, so far more of the prompt stays
+cacheable, at a fraction of the cost (see benchmarks/RESULTS.md,
+prompt_cache_tools). ``capacity`` still caps the count where a user wants it.
 
 The eviction is persistent (``"-name"`` operations on the state's
 ``tool_cache``), and this call binds only what is left.

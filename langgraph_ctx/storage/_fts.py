@@ -33,8 +33,8 @@ from typing import Any
 from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
 
 BUDGET = 10_000
-"""Rows a search ranks at most, beyond its rarest term's (see MaxScorePlan): about
-15 ms of bm25() on a 2-core machine."""
+"""Rows a search ranks at most, beyond its rarest term's (see MaxScorePlan): a
+bound on bm25() work per search, so a common term cannot make one slow."""
 MIN_IDF = 1e-6  # what bm25() uses for a term in more than half of all rows
 
 

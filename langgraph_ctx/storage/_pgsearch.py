@@ -30,7 +30,7 @@ from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
 from langgraph_ctx.retrieval.text import K1, B, idf
 
 BUDGET = 4_000
-"""Rows a search scores at most beyond its first round (about 15 ms on a 2-core machine)."""
+"""Rows a search scores at most beyond its first round: a bound on the work per search."""
 
 Query: TypeAlias = tuple[str, Mapping[str, Any]]
 Rows: TypeAlias = list[dict[str, Any]]

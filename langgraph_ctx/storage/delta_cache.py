@@ -4,9 +4,9 @@ A ``DeltaChannel`` (``DeltaContextState``'s ``messages``, every state's
 ``pace_chunks``) stores what each step added and, every
 :data:`~langgraph_ctx.state.SNAPSHOT_EVERY` updates, a full copy. Loading a
 checkpoint rebuilds the channel from the nearest full copy and the writes
-since: each ``invoke`` deserializes the whole history again (1.4 s of CPU at
-10,000 turns of the long-horizon session on SQLite), although the process
-rebuilt nearly the same value one turn before.
+since: each ``invoke`` deserializes the whole history again (a cost that grows
+with the session: see benchmarks/RESULTS.md), although the process rebuilt
+nearly the same value one turn before.
 
 :class:`DeltaReadCache` wraps any saver and answers LangGraph's one question
 of a delta channel, ``get_delta_channel_history(checkpoint)`` ("the seed and

@@ -63,8 +63,9 @@ class PaceSettings:
     condense_when_fits: bool = False
     """Whether to condense low-relevance steps while the whole history fits the
     message budget. The paper always does; by default we send a history that fits
-    as it is, since nothing needs to give way yet (on tau-bench at 4K the paper's
-    rule dropped gold values that every other strategy kept)."""
+    as it is, since nothing needs to give way yet (at a small window the paper's
+    rule dropped values the task needed that every other strategy kept: see
+    benchmarks/RESULTS.md)."""
     scorer_timeout: float | None = 10.0
     """Seconds the query and new keys may take to encode; past them the call is
     made with every step at equal weight."""

@@ -13,8 +13,8 @@ model (hashed term vectors). :func:`default_scorer` picks the first that is
 installed; its ``name`` goes into the ledger.
 
 An embedding model can take longer to load than a call may wait for its scorer
-(MiniLM's first encode took 21 s on a loaded 2-core machine, past PACE's 10 s
-``scorer_timeout``, so every early call weighed every step alike).
+(on a loaded machine MiniLM's first encode can outlast PACE's
+``scorer_timeout``, and then every early call weighs every step alike).
 :class:`WarmingScorer` loads it in a background thread from construction on and
 scores lexically until it is ready, saying why (:attr:`WarmingScorer.fallback`).
 """
