@@ -152,70 +152,10 @@ def test_a_message_grown_by_parts_is_served_up_to_where_the_previous_call_ended_
         assert served == (ends if grows else [0, 0, 0, 0])
 
 
-def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> None:
-    # The thought rides in the turn's user message for this call only; the next
-    # turn sends that message without it, so no entry written at the end of a
-    # prompt is found again. The breakpoint on the message before it is.
-    from langchain_anthropic import ChatAnthropic
-    from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.tools import tool
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-    from pydantic import PrivateAttr
-
-    from langgraph_ctx import Budget
-    from langgraph_ctx.agent import create_context_agent
-    from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
-
-    @tool
-    def get_order(order_id: str) -> str:
-        """Fetch an order."""
-        return f"{order_id}: " + "scanned at hub; " * 150
-
-    class Recording(ChatAnthropic):  # type: ignore[misc]
-        _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-        def _generate(self, messages: list[BaseMessage], stop: Any = None, **kw: Any) -> Any:
-            self._prompts.append(list(messages))
-            n, last = len(self._prompts), messages[-1]
-            call = {"name": "get_order", "args": {"order_id": f"ORD-{n}"}, "id": f"c{n}"}
-            calls = [] if last.type == "tool" else [call]
-            reply = AIMessage(f"Found: {last.text[:40]}", tool_calls=calls)
-            return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    served = {}
-    for think in (False, True):
-        model = Recording(model="claude-sonnet-4-5", api_key="sk-ant-offline")
-        agent = create_context_agent(
-            model,
-            [get_order],
-            always_include=["get_order"],
-            system_prompt=SYSTEM.text,
-            budget=Budget.for_window(64_000),
-            think=think,
-            think_model=ScriptedChatModel(
-                structured_default=thought_about_the_question("tool_call", "get_order")
-            ),
-        )
-        for turn in range(20):
-            ask = f"Turn {turn}: where is order ORD-{turn}?"
-            agent.invoke({"messages": [HumanMessage(ask)]}, {"configurable": {"thread_id": "t"}})
-        m, tools = meters(), [convert_to_openai_tool(get_order)]
-        cached = total = 0
-        for prompt in model._prompts[4:]:
-            _, _, hit, sent = m.measure(prompt, tools)
-            cached, total = cached + hit, total + sent
-        served[think] = cached / total
-    assert served[False] > 0.9
-    # Without the breakpoint before the per-call thought, thinking lost most of the cache.
-    assert served[True] > served[False] - 0.05
-
-
-def test_bacms_budget_line_leaves_the_prompt_cached_on_anthropics_rule() -> None:
-    # The budget line changes on every call and the next call sends its message
-    # without it. In front of the observation it changed that message's first block:
-    # no entry written at the end of a prompt was found again (far less of BACM's
-    # prompt served than on the prefix rule: see benchmarks/RESULTS.md). After the
-    # observation, in a block of its own with a breakpoint before it, it is.
+def anthropic_prompts(**options: Any) -> tuple[list[list[BaseMessage]], list[dict[str, Any]]]:
+    """Twenty turns of an order desk on the real ``ChatAnthropic`` client (its prompts
+    recorded, its replies scripted) at a 64K window, ``options`` passed to
+    ``create_context_agent``: every prompt it was sent, and the tool's schema."""
     from langchain_anthropic import ChatAnthropic
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
@@ -248,16 +188,48 @@ def test_bacms_budget_line_leaves_the_prompt_cached_on_anthropics_rule() -> None
         always_include=["get_order"],
         system_prompt=SYSTEM.text,
         budget=Budget.for_window(64_000),
-        strategy="bacm",
-        think=False,
+        **options,
     )
     for turn in range(20):
         ask = f"Turn {turn}: where is order ORD-{turn}?"
         agent.invoke({"messages": [HumanMessage(ask)]}, {"configurable": {"thread_id": "t"}})
-    assert any("[Context budget:" in m.text for m in model._prompts[-1])
-    m, tools = meters(), [convert_to_openai_tool(get_order)]
+    return model._prompts, [convert_to_openai_tool(get_order)]
+
+
+def test_an_agent_that_thinks_keeps_its_prompt_cached_on_anthropics_rule() -> None:
+    # The thought rides in the turn's user message for this call only; the next
+    # turn sends that message without it, so no entry written at the end of a
+    # prompt is found again. The breakpoint on the message before it is.
+    from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
+
+    served = {}
+    for think in (False, True):
+        thinker = ScriptedChatModel(
+            structured_default=thought_about_the_question("tool_call", "get_order")
+        )
+        prompts, tools = anthropic_prompts(think=think, think_model=thinker)
+        m = meters()
+        cached = total = 0
+        for prompt in prompts[4:]:
+            _, _, hit, sent = m.measure(prompt, tools)
+            cached, total = cached + hit, total + sent
+        served[think] = cached / total
+    assert served[False] > 0.9
+    # Without the breakpoint before the per-call thought, thinking lost most of the cache.
+    assert served[True] > served[False] - 0.05
+
+
+def test_bacms_budget_line_leaves_the_prompt_cached_on_anthropics_rule() -> None:
+    # The budget line changes on every call and the next call sends its message
+    # without it. In front of the observation it changed that message's first block:
+    # no entry written at the end of a prompt was found again (far less of BACM's
+    # prompt served than on the prefix rule: see benchmarks/RESULTS.md). After the
+    # observation, in a block of its own with a breakpoint before it, it is.
+    prompts, tools = anthropic_prompts(strategy="bacm", think=False)
+    assert any("[Context budget:" in m.text for m in prompts[-1])
+    m = meters()
     cached = total = prefix = prefix_total = 0
-    for prompt in model._prompts[4:]:
+    for prompt in prompts[4:]:
         openai_hit, openai_sent, hit, sent = m.measure(prompt, tools)
         cached, total = cached + hit, total + sent
         prefix, prefix_total = prefix + openai_hit, prefix_total + openai_sent
