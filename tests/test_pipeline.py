@@ -415,38 +415,20 @@ def test_calling_next_while_it_runs_is_an_error() -> None:
         asyncio.run(graph.ainvoke({"messages": [HumanMessage("x")]}))
 
 
-def test_old_form_middleware_works_with_one_warning_at_registration() -> None:
-    log: list[str] = []
-
+def test_the_four_argument_form_is_refused_at_registration_naming_the_middleware() -> None:
+    # (view, config, ctx, next) was never released: refused like any other arity, so a
+    # middleware written that way fails when registered, not on its first call.
     def old_function(view: View, config: Any, ctx: Any, next: Any) -> Any:
-        log.append(f"function, config is ctx.config: {config is ctx.config}")
         return next(view)
 
     class OldClass(Middleware):
         def __call__(self, view: View, config: Any, ctx: Any, next: Any) -> Any:  # type: ignore[override]
-            log.append("class, sync")
             return next(view)
 
-        async def acall(self, view: View, config: Any, ctx: Any, next: Any) -> Any:  # type: ignore[override]
-            log.append("class, async")
-            return await next(view)
-
-    with pytest.warns(DeprecationWarning) as caught:
-        pipeline = Pipeline([old_function, OldClass(name="old_class")])
-    assert [str(w.message).split(" takes")[0] for w in caught] == [
-        "middleware 'old_function'",
-        "middleware 'old_class'",
-    ]
-    assert "(view, ctx, call_next)" in str(caught[0].message)
-    graph = pipeline.attach(seen_by_first([])).compile()
-    graph.invoke({"messages": [HumanMessage("x")]})  # warnings are errors here: none per call
-    asyncio.run(graph.ainvoke({"messages": [HumanMessage("x")]}))
-    assert log == [
-        "function, config is ctx.config: True",
-        "class, sync",
-        "function, config is ctx.config: True",
-        "class, async",
-    ]
+    for mw, name in ((old_function, "old_function"), (OldClass(name="old_class"), "old_class")):
+        with pytest.raises(ConfigurationError, match=r"\(view, ctx, call_next\).*takes 4") as info:
+            Pipeline([mw])
+        assert info.value.field == name
 
 
 def test_a_middleware_taking_neither_form_fails_at_registration() -> None:

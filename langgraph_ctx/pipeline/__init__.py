@@ -12,10 +12,8 @@ Short modules, read in this order:
 
 from langgraph_ctx.pipeline.chain import (
     DEFAULT_PRIORITY,
-    AsyncNext,
     FunctionMiddleware,
     Middleware,
-    Next,
     arun_layers,
     as_middleware,
     run_layers,
@@ -36,7 +34,6 @@ from langgraph_ctx.pipeline.wiring import Pipeline
 __all__ = [
     "DEFAULT_PRIORITY",
     "AsyncCallNext",
-    "AsyncNext",
     "CallContext",
     "CallNext",
     "EventSink",
@@ -45,7 +42,6 @@ __all__ = [
     "IOCall",
     "Layer",
     "Middleware",
-    "Next",
     "PersistentUpdate",
     "Pipeline",
     "SessionTokens",

@@ -26,10 +26,6 @@ only places the contract is enforced:
 Sync and async: a middleware with only a sync form also runs under ``ainvoke``
 (in a worker thread; its ``call_next`` hops back onto the event loop); one with
 only an async form is refused under ``invoke`` before any layer runs.
-
-The 0.1 form ``mw(view, config, ctx, next)`` still works for one release: it is
-detected when registered (see :mod:`~langgraph_ctx.pipeline.layer`), with one
-``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -60,11 +56,6 @@ from langgraph_ctx.pipeline.layer import (
 )
 
 DEFAULT_PRIORITY = 100
-
-Next = CallNext
-"""The 0.1 name of :class:`CallNext`."""
-AsyncNext = AsyncCallNext
-"""The 0.1 name of :class:`AsyncCallNext`."""
 
 
 class Middleware:

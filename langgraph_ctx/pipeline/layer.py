@@ -2,16 +2,13 @@
 
 Everything about how a middleware is called is decided here, once, when it is
 registered: its sync and async handlers (``None`` where it has no such form),
-in the current form ``(view, ctx, call_next)``. A middleware written in the
-0.1 form ``(view, config, ctx, next)`` is adapted here, with one
-``DeprecationWarning``, so the runners never look at signatures.
+in the form ``(view, ctx, call_next)``, so the runners never look at signatures.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -62,38 +59,18 @@ def register(mw: Middleware, index: int) -> Layer:
     """The layer of ``mw``, registered ``index``-th: its handlers, resolved once.
 
     Raises :class:`~langgraph_ctx.errors.ConfigurationError` for a handler that
-    takes neither form; warns once for one in the 0.1 form.
+    does not take ``(view, ctx, call_next)``.
     """
     sync, async_ = mw.handlers()
     arities = {_positional(h) for h in (sync, async_) if h is not None}
-    wrong = sorted(a for a in arities if a not in (None, 3, 4))
+    wrong = sorted(a for a in arities if a not in (None, 3))
     if wrong:
         raise ConfigurationError(
             mw.name,
             f"a middleware is called as (view, ctx, call_next), but it takes {wrong[0]} "
             "positional arguments",
         )
-    if 4 in arities:
-        warnings.warn(
-            f"middleware {mw.name!r} takes (view, config, ctx, next), the form of "
-            "langgraph-ctx 0.1; take (view, ctx, call_next) instead (config is ctx.config). "
-            "The old form goes away in langgraph-ctx 0.3",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-    return Layer(mw, mw.priority, index, None, _current(sync), _current(async_))
-
-
-def _current(handler: Callable[..., Any] | None) -> Any:
-    """``handler`` in the form ``(view, ctx, call_next)``, sync or async alike."""
-    if handler is None or _positional(handler) != 4:
-        return handler
-    old = handler
-
-    def adapted(view: View, ctx: CallContext, call_next: Any) -> Any:
-        return old(view, ctx.config, ctx, call_next)
-
-    return adapted
+    return Layer(mw, mw.priority, index, None, sync, async_)
 
 
 def _positional(fn: Callable[..., Any]) -> int | None:
