@@ -33,7 +33,7 @@ from langgraph_ctx import (
     is_pinned,
     pin,
 )
-from langgraph_ctx.compression._ceiling import fit_prompt
+from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.edits import EditOp
 from langgraph_ctx.markers import compacted
 from langgraph_ctx.middleware._strategy import RewritingStrategy

@@ -23,7 +23,6 @@ from langgraph.graph import START, StateGraph
 
 from langgraph_ctx.errors import ConfigurationError, ContextRunError, ThreadBusyError
 from langgraph_ctx.state import ContextState, LedgerEntry
-from langgraph_ctx.storage._pgconn import open_async_pool, open_pool
 from langgraph_ctx.storage.checkpointers import (
     archive_from_url,
     async_checkpointer_from_url,
@@ -32,6 +31,7 @@ from langgraph_ctx.storage.checkpointers import (
 from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.storage.migrations import migrate
+from langgraph_ctx.storage.pgconn import open_async_pool, open_pool
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.storage.urls import data_home, default_url
 
@@ -127,9 +127,9 @@ def test_a_postgres_url_without_the_extra_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Without psycopg the first import deep in a saver raised ModuleNotFoundError.
-    from langgraph_ctx.storage import _pgconn
+    from langgraph_ctx.storage import pgconn
 
-    monkeypatch.setattr(_pgconn, "DRIVER_MODULES", ("psycopg", "no_such_driver_module"))
+    monkeypatch.setattr(pgconn, "DRIVER_MODULES", ("psycopg", "no_such_driver_module"))
     url = "postgresql://app:s3cret@127.0.0.1:1/app"
     for setup in (True, False):
         with (

@@ -36,7 +36,6 @@ from langgraph_ctx.agent import (
     create_context_agent,
 )
 from langgraph_ctx.cli.inspect import format_inspection, inspect_session
-from langgraph_ctx.storage._pgconn import open_pool
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.storage.checkpointers import (
     archive_from_url,
@@ -44,6 +43,7 @@ from langgraph_ctx.storage.checkpointers import (
     checkpointer_from_url,
 )
 from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.storage.pgconn import open_pool
 from langgraph_ctx.storage.postgres import PostgresEventSink
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.persist_worker import strategy_of, turn

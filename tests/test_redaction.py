@@ -12,7 +12,6 @@ import pytest
 from langgraph_ctx.cli import main
 from langgraph_ctx.cli.inspect import inspect_session
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.storage._pgconn import connect_error
 from langgraph_ctx.storage.checkpointers import (
     archive_from_url,
     async_checkpointer_from_url,
@@ -20,6 +19,7 @@ from langgraph_ctx.storage.checkpointers import (
 )
 from langgraph_ctx.storage.locks import ThreadLock
 from langgraph_ctx.storage.migrations import migrate, migration_status
+from langgraph_ctx.storage.pgconn import connect_error
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
 from langgraph_ctx.storage.urls import parse_url, redact_url
 

@@ -7,7 +7,7 @@ import grimp
 # Bottom first, as the storage package's docstring lists them.
 LAYERS = [
     {"_redact", "_versions", "hits", "_fts", "delta_cache"},
-    {"urls", "_pgconn", "_passages"},
+    {"urls", "pgconn", "_passages"},
     {"_sqlite_migrations", "_pg_migrations"},
     {"_base", "migrations", "_pgsearch"},
     {"archive", "events", "locks", "_pgtable"},

@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._checks import check_bool
-from langgraph_ctx.compression._ceiling import fit_prompt
+from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,

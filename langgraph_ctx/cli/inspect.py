@@ -182,7 +182,7 @@ def _read_tables(query: Query, tables: set[str], thread_id: str) -> Tables:
 def _read_postgres(db: DatabaseURL, thread_id: str) -> Tables:
     from psycopg.rows import tuple_row
 
-    from langgraph_ctx.storage._pgconn import connect
+    from langgraph_ctx.storage.pgconn import connect
 
     with connect(db.url) as conn, conn.cursor(row_factory=tuple_row) as cursor:
 

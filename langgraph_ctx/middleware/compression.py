@@ -60,7 +60,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
-from langgraph_ctx.compression._ceiling import (
+from langgraph_ctx.compression.ceiling import (
     COMPACT_FLOOR,
     compact_tool_result,
     fit_prompt,

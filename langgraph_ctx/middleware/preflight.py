@@ -33,11 +33,11 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.types import Command
 
 from langgraph_ctx.budget import Component, UsageReport, measure
-from langgraph_ctx.compression._ceiling import fit_prompt
+from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.history import repair_pairs
 from langgraph_ctx.markers import is_recall_block, is_summary
-from langgraph_ctx.middleware._thought import thought_message
+from langgraph_ctx.middleware.thought import thought_message
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 

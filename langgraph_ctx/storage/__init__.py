@@ -23,7 +23,7 @@ there is no import cycle, not even through a function-level import
 (``tests/test_storage_layers.py`` checks it):
 
 1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``, ``delta_cache``;
-2. ``urls``, ``_pgconn`` (PostgreSQL connections), ``_passages``;
+2. ``urls``, ``pgconn`` (PostgreSQL connections), ``_passages``;
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
 4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;

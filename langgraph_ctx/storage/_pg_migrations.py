@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.storage import _pgconn as pgconn
 from langgraph_ctx.storage import _versions as versions
+from langgraph_ctx.storage import pgconn
 from langgraph_ctx.storage._passages import STEPS
 from langgraph_ctx.storage.urls import DatabaseURL
 

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, TypeAlias
 
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.storage import _pgconn as pgconn
+from langgraph_ctx.storage import pgconn
 from langgraph_ctx.storage._base import Closing
 from langgraph_ctx.storage.urls import parse_url
 

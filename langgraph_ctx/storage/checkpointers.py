@@ -20,7 +20,7 @@ which only reads, passes).
                        (``$LANGGRAPH_CTX_HOME`` or the user's data directory).
 ``postgresql://...``   ``PostgresSaver`` / ``AsyncPostgresSaver`` on a psycopg
                        pool with the settings they need
-                       (:mod:`langgraph_ctx.storage._pgconn` says why each one).
+                       (:mod:`langgraph_ctx.storage.pgconn` says why each one).
 =====================  =====================================================
 
 Sub-agent subgraphs compiled without a checkpointer of their own use their
@@ -51,7 +51,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.storage import _pgconn
+from langgraph_ctx.storage import pgconn
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.migrations import migrate
 from langgraph_ctx.storage.postgres import PostgresArchive
@@ -106,7 +106,7 @@ def checkpointer_from_url(
     else:
         from langgraph.checkpoint.postgres import PostgresSaver
 
-        pool = _pgconn.open_pool(db.url, max_size=max_connections)
+        pool = pgconn.open_pool(db.url, max_size=max_connections)
         try:
             yield PostgresSaver(pool)
         finally:
@@ -135,7 +135,7 @@ async def async_checkpointer_from_url(
     else:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-        pool = await _pgconn.open_async_pool(db.url, max_size=max_connections)
+        pool = await pgconn.open_async_pool(db.url, max_size=max_connections)
         try:
             async_saver = AsyncPostgresSaver(pool)
             _URLS[async_saver] = db.url
@@ -155,7 +155,7 @@ def _prepare(url: str | None, setup: bool) -> DatabaseURL:
                 "database_url", f"no SQLite database at {db.path!r} (and setup=False)"
             )
     elif db.kind == "postgres":
-        _pgconn.require_driver("database_url")
+        pgconn.require_driver("database_url")
         if setup:
             migrate(db.url)
     return db
@@ -178,6 +178,6 @@ def archive_from_url(url: str | None) -> MessageArchive:
     db = parse_url(url, field="archive_url")
     if db.kind == "sqlite":
         return SQLiteArchive(db.path)
-    _pgconn.connect(db.url, field="archive_url").close()  # fail here, naming the setting
+    pgconn.connect(db.url, field="archive_url").close()  # fail here, naming the setting
     migrate(db.url)
     return PostgresArchive(db.url)

@@ -44,7 +44,7 @@ from typing import Any, Protocol
 from typing_extensions import Self
 
 from langgraph_ctx.errors import ConfigurationError, ThreadBusyError
-from langgraph_ctx.storage import _pgconn as pgconn
+from langgraph_ctx.storage import pgconn
 from langgraph_ctx.storage._base import Closing
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 

@@ -14,7 +14,7 @@ trace, and one applied is recorded.
 
 - Several processes starting at once apply each migration exactly once: on
   PostgreSQL the runner holds an advisory lock for the whole run (polled, see
-  :mod:`langgraph_ctx.storage._pgconn`); on SQLite each migration runs under
+  :mod:`langgraph_ctx.storage.pgconn`); on SQLite each migration runs under
   ``BEGIN IMMEDIATE`` and re-checks whether another process applied it first.
 - LangGraph's own ``setup()`` runs under the same lock. It has none of its
   own, and concurrent calls fail with ``UniqueViolation``.

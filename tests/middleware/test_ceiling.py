@@ -25,7 +25,7 @@ from langgraph_ctx import (
     pin,
 )
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
-from langgraph_ctx.compression._ceiling import CUT_MARKER
+from langgraph_ctx.compression.ceiling import CUT_MARKER
 from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel

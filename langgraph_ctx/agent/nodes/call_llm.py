@@ -32,7 +32,6 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.agent.nodes.think import current_thought, graph_state, note
 from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
-from langgraph_ctx.middleware._thought import thought_message
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -41,6 +40,7 @@ from langgraph_ctx.middleware.placement import (
     place_messages,
     text_off_calls,
 )
+from langgraph_ctx.middleware.thought import thought_message
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.tokens import TokenCounter
 

@@ -32,14 +32,14 @@ from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.markers import KEY
-from langgraph_ctx.middleware._thought import carried_thought, turn_thoughts
-from langgraph_ctx.middleware._thought import turn_id as _turn_id
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
     final_placement,
     place_messages,
 )
+from langgraph_ctx.middleware.thought import carried_thought, turn_thoughts
+from langgraph_ctx.middleware.thought import turn_id as _turn_id
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.retrieval.text import content_words
 from langgraph_ctx.tokens import TokenCounter
@@ -259,7 +259,7 @@ def note(thought: Thought) -> AIMessage:
 
 def current_thought(state: Mapping[str, Any]) -> Thought | None:
     """The latest thought of this turn, if the agent thought at all: the one
-    ``call_llm`` shows (:func:`~langgraph_ctx.middleware._thought.carried_thought`)."""
+    ``call_llm`` shows (:func:`~langgraph_ctx.middleware.thought.carried_thought`)."""
     thought = carried_thought(state)
     return None if thought is None else Thought.model_validate(thought)
 
