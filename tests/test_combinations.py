@@ -18,6 +18,7 @@ from langgraph_ctx import Budget
 from langgraph_ctx.agent import SubAgents, SubAgentSpec, create_context_agent
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
+from tests.agents import one_tool_agent
 
 STRATEGIES = ("tiered", "adacom", "arc", "bacm", "pace")
 TURNS = 12
@@ -156,29 +157,14 @@ def test_sub_agents_under_each_strategy(strategy: str, think: bool) -> None:
 
 def test_bacm_with_think_folds_and_answers_every_turn() -> None:
     model = agent_model("lookup")
-    agent = create_context_agent(
-        model,
-        [lookup],
-        strategy="bacm",
-        think=True,
-        always_include=["lookup"],
-        budget=Budget.for_window(4_000),
-    )
+    agent = one_tool_agent(model, lookup, "bacm", 4_000, think=True)
     ledger = run_turns(agent, model, think=True)
     assert acted("bacm", ledger)
 
 
 def test_arc_with_recall_reflects_and_recalls_what_it_folded() -> None:
     model = agent_model("lookup")
-    agent = create_context_agent(
-        model,
-        [lookup],
-        strategy="arc",
-        recall=True,
-        think=False,
-        always_include=["lookup"],
-        budget=Budget.for_window(4_000),
-    )
+    agent = one_tool_agent(model, lookup, "arc", 4_000, recall=True, think=False)
     ledger = run_turns(agent, model, think=False)
     assert acted("arc", ledger)
     assert any(e["kind"] == "recall" and e["data"]["items"] for e in ledger)

@@ -37,6 +37,7 @@ from langgraph_ctx.strategies import LexicalScorer, PaceSettings, pace_scorer
 from langgraph_ctx.strategies.pace_summaries import SummaryJob
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
+from tests.agents import one_tool_agent
 
 WORDS = ("ledger", "invoice", "carrier", "warehouse", "pallet", "customs", "tariff", "route")
 
@@ -100,9 +101,7 @@ def test_think_after_a_tool_result_acts_whatever_pace_shows_of_the_question(
     # the budget; the router must still find the turn's thought, so each turn is one
     # thought, one tool call, a confidence update without a model call, one answer.
     model = acting_model()
-    agent = create_context_agent(
-        model, [lookup], strategy="pace", always_include=["lookup"], budget=Budget.for_window(4_000)
-    )
+    agent = one_tool_agent(model, lookup, "pace", 4_000)
     condensed = 0
     for i in range(14):
         out = agent.invoke({"messages": [question(i)]}, config())
@@ -294,14 +293,7 @@ def test_between_selections_each_prompt_extends_the_last_one(summary_timing: str
     # selection leaves headroom and the next calls keep its levels, new steps whole,
     # until they no longer fit; the prompt is never over the budget.
     model = acting_model()
-    agent = create_context_agent(
-        model,
-        [lookup],
-        think=False,
-        strategy="pace",
-        always_include=["lookup"],
-        budget=Budget.for_window(8_000),
-    )
+    agent = one_tool_agent(model, lookup, "pace", 8_000, think=False)
     held = selected = 0
     for i in range(24):
         before = len(model.calls)

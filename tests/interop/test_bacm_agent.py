@@ -17,6 +17,7 @@ from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.strategies import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
+from tests.agents import one_tool_agent
 
 STEP = re.compile(r"\[step (c[0-9a-f]{5}x*)\]")
 
@@ -61,14 +62,7 @@ def check_folded(values: dict[str, Any], model: ScriptedChatModel) -> None:
 
 def test_strategy_bacm_binds_the_fold_tool_and_applies_the_agents_fold() -> None:
     model = folding_agent()
-    agent = create_context_agent(
-        model,
-        [lookup],
-        think=False,
-        strategy="bacm",
-        always_include=["lookup"],
-        budget=Budget.for_window(8_000),
-    )
+    agent = one_tool_agent(model, lookup, "bacm", 8_000, think=False)
     config: Any = {"configurable": {"thread_id": "s"}}
     agent.invoke({"messages": [HumanMessage("Check A1 and B2.")]}, config)
     assert FOLD_TOOL in model.calls[0].tool_names

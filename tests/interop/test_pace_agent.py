@@ -13,10 +13,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import Budget, PredictiveExtraction, PreflightCheck
-from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.strategies import LexicalScorer, PaceSettings
 from langgraph_ctx.testing import ScriptedChatModel
+from tests.agents import one_tool_agent
 
 
 @tool
@@ -47,14 +47,7 @@ def agent_model(glimpse_at: int | None = None) -> ScriptedChatModel:
 
 def test_create_context_agent_runs_pace_with_its_glimpse_tool() -> None:
     model = agent_model(glimpse_at=6)
-    agent = create_context_agent(
-        model,
-        [lookup],
-        think=False,
-        strategy="pace",
-        always_include=["lookup"],
-        budget=Budget.for_window(3_000),
-    )
+    agent = one_tool_agent(model, lookup, "pace", 3_000, think=False)
     config: Any = {"configurable": {"thread_id": "p"}}
     for i in range(7):
         agent.invoke({"messages": [HumanMessage(f"Check S{i} in Rotterdam.")]}, config)
