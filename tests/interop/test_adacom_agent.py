@@ -20,6 +20,7 @@ from langgraph_ctx.edits import is_note
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.middleware import AdaptiveContextManager
 from langgraph_ctx.testing import ScriptedChatModel
+from tests.agents import one_tool_agent
 
 
 @tool
@@ -87,9 +88,7 @@ def test_adacom_edits_the_context_inside_create_agent() -> None:
 
 def test_create_context_agent_switches_strategy_in_one_argument() -> None:
     model = agent_model()
-    agent = create_context_agent(
-        model, [lookup], think=False, strategy="adacom", always_include=["lookup"]
-    )
+    agent = one_tool_agent(model, lookup, "adacom", think=False)
     config: Any = {"configurable": {"thread_id": "s"}}
     for i in range(3):
         agent.invoke({"messages": [HumanMessage(f"Check S{i}, must be in Rotterdam.")]}, config)
