@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,6 +36,34 @@ def test_imports_keep_to_the_layers() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def private_imports_across_packages() -> list[str]:
+    """Every import of ``pkg._x`` (at any depth) from a module outside ``pkg``."""
+    # Type-checking imports count too: the rule is about who depends on whose
+    # internals, not about cycles. Root modules (``langgraph_ctx._checks``) are
+    # private to the whole package, so every module may use them.
+    graph = grimp.build_graph("langgraph_ctx", cache_dir=None)
+    offenders = []
+    for module in sorted(graph.modules):
+        parts = module.split(".")
+        private = next((i for i, p in enumerate(parts) if i and p.startswith("_")), None)
+        if private is None or parts[private].startswith("__"):
+            continue
+        owner = ".".join(parts[:private])
+        for importer in sorted(graph.find_modules_that_directly_import(module)):
+            if importer != owner and not importer.startswith(owner + "."):
+                for line in graph.get_import_details(importer=importer, imported=module):
+                    offenders.append(f"{importer}:{line['line_number']} imports {module}")
+    return offenders
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    # A package's private modules are its own, so that it can change them freely: one
+    # used by another package becomes public instead. Checked here, not in
+    # [tool.importlinter], as import-linter's wildcards match whole names only (no `_*`).
+    offenders = private_imports_across_packages()
+    assert offenders == [], "\n".join(offenders)
 
 
 def test_no_import_of_langgraph_internals() -> None:

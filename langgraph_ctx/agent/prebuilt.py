@@ -357,6 +357,14 @@ def _check_model(model: Any, options: AgentOptions) -> None:
             if isinstance(model, str)
             else ""
         )
+        if not hint and "with_structured_output" in methods and all(
+            callable(getattr(model, m, None)) for m in methods[:-1]
+        ):
+            # Only think's structured thought is missing: say how to go without it.
+            hint = (
+                "; think=True (the default) asks for a structured thought: pass "
+                "think=False, or think_model= a model with with_structured_output"
+            )
         raise ConfigurationError(
             "model",
             f"expected a LangChain chat model (with {', '.join(methods)}), "
