@@ -167,8 +167,13 @@ class ScriptedChatModel(BaseChatModel):
                 f"scripted model has no reply left for call {n + 1}; "
                 "give it more responses or a default"
             )
+        # The usual way here is create_context_agent's think node (think=True by
+        # default) on a model scripted with plain replies only: name both fixes.
         raise ScriptExhaustedError(
-            f"scripted model has no structured reply left for call {n + 1} ({structured})"
+            f"scripted model has no structured reply left for call {n + 1} ({structured}); "
+            "give it structured_responses or a structured_default (for the agent's "
+            "think node: structured_default=thought_about_the_question()), or build "
+            "the agent with think=False"
         )
 
     def _record(
