@@ -209,9 +209,11 @@ def format_report(report: DemoReport) -> str:
         )
     if util:
         lines += [
-            f"utilization per call (max per column): |{sparkline(util)}|",
+            f"utilization per call, as sent (max per column): |{sparkline(util)}|",
             f"  mean {sum(util) / len(util):.3f}  peak {max(util):.3f}  last {util[-1]:.3f}",
-            f"  {zone_counts(report.zones)}",
+            # Zones are pre-flight's, before compressing: "red 11" beside "peak 0.827"
+            # read as a contradiction when neither said which prompt it counted.
+            f"  {zone_counts(report.zones)} (measured before compressing: red ones compress)",
         ]
     runs = [d for d in report.details if d["kind"] == "compression"]
     if runs:
