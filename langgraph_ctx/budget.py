@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.parts import Usage
 
 Zone = Literal["green", "yellow", "red"]
 Component = Literal["system", "messages", "tools", "auxiliary"]
@@ -279,10 +280,10 @@ class UsageReport:
         """Tokens ``component`` may still take within its rebalanced allocation."""
         return max(0, self.allocation[component] - self.used.get(component, 0))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Usage:
         return {
-            "used": dict(self.used),
-            "allocation": dict(self.allocation),
+            "used": {c: n for c, n in self.used.items()},
+            "allocation": {c: n for c, n in self.allocation.items()},
             "total": self.total,
             "window": self.window,
             "utilization": round(self.utilization, 4),

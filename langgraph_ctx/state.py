@@ -35,7 +35,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from langchain_core.messages import (
     AnyMessage,
@@ -69,6 +69,8 @@ class LedgerEntry(TypedDict):
     ts: float
     """Unix time."""
     data: dict[str, Any]
+    """What it measured or did: :data:`langgraph_ctx.ledger.EVENT_TYPES` has its
+    type for each ``kind`` (read it with :func:`langgraph_ctx.ledger.event_data`)."""
 
 
 class ArtifactRef(TypedDict):
@@ -226,8 +228,12 @@ def declaration(key: str) -> str:
 
 
 def ledger_entry(
-    kind: str, node: str, data: dict[str, Any], *, after: list[LedgerEntry] | None
+    kind: str, node: str, data: Mapping[str, Any], *, after: list[LedgerEntry] | None
 ) -> LedgerEntry:
-    """A new entry numbered after the last one in ``after`` (O(1))."""
+    """A new entry numbered after the last one in ``after`` (O(1)). ``data``: a
+    ``langgraph_ctx.ledger`` type, kept as the same dict (pre-flight completes its
+    entry after the call)."""
     seq = after[-1]["seq"] + 1 if after else 0
-    return LedgerEntry(seq=seq, kind=kind, node=node, ts=time.time(), data=data)
+    return LedgerEntry(
+        seq=seq, kind=kind, node=node, ts=time.time(), data=cast(dict[str, Any], data)
+    )

@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.core import CeilingFitBy
 from langgraph_ctx.middleware import (
     AdaptiveContextManager,
     BudgetAwareFolding,
@@ -110,9 +112,9 @@ class NoStrategy(Middleware):
             except Exception as exc:
                 # Nothing is lost (the checkpoint keeps every original): this call
                 # goes on, recall without them, and the next call writes them again.
-                ctx.record("archive_error", {"by": self.name, "error": f"{exc!r}"})
+                ctx.record("archive_error", ledger.ArchiveError(by=self.name, error=f"{exc!r}"))
         ctx.adjust_usage("messages", fit.tokens_after - fit.tokens_before)
-        ctx.record("ceiling_enforced", {"scope": "prompt", "by": self.name, **fit.as_dict()})
+        ctx.record("ceiling_enforced", CeilingFitBy(scope="prompt", by=self.name, **fit.as_dict()))
         return view.replace(messages=fit.messages)
 
 

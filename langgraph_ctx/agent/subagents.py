@@ -40,6 +40,7 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx.agent.strategies import STRATEGIES
 from langgraph_ctx.budget import Budget
@@ -346,20 +347,20 @@ class SubAgents:
             self._entry(
                 state,
                 tool_call_id,
-                {
-                    "agent": result.agent,
-                    "status": result.status,
-                    "steps": result.steps,
-                    "tokens_consumed": result.tokens_consumed,
-                    "result_tokens": result_tokens,
-                    "boundary_ratio": round(result.tokens_consumed / max(result_tokens, 1), 2),
-                },
+                ledger.Delegation(
+                    agent=result.agent,
+                    status=result.status,
+                    steps=result.steps,
+                    tokens_consumed=result.tokens_consumed,
+                    result_tokens=result_tokens,
+                    boundary_ratio=round(result.tokens_consumed / max(result_tokens, 1), 2),
+                ),
             )
         ]
         return update
 
     @staticmethod
-    def _entry(state: Mapping[str, Any], tool_call_id: str, data: dict[str, Any]) -> LedgerEntry:
+    def _entry(state: Mapping[str, Any], tool_call_id: str, data: ledger.Delegation) -> LedgerEntry:
         # Parallel delegations in one step each take the next number after the
         # ledger's last, offset by their call's position, so none collide.
         ledger = state.get("context_ledger") or []

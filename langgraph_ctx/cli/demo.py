@@ -20,9 +20,11 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from langgraph_ctx import ledger
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli._render import sparkline, zone_counts
+from langgraph_ctx.ledger import event_data
 from langgraph_ctx.middleware import PreflightCheck, TieredCompression
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.state import ContextState
@@ -98,18 +100,17 @@ class DemoReport:
     def add(self, event: dict[str, Any]) -> None:
         kind = event["kind"]
         self.events[kind] = self.events.get(kind, 0) + 1
-        data = event["data"]
-        if kind == "utilization":
-            self.measured.append(float(data["utilization"]))
-            self.utilization.append(float(data["utilization"]))
-            self.zones.append(str(data["zone"]))
+        if (use := event_data(event, ledger.Utilization)) is not None:
+            self.measured.append(use["utilization"])
+            self.utilization.append(use["utilization"])
+            self.zones.append(use["zone"])
         else:
-            self.details.append({"kind": kind, **data})
-        if kind == "compression":
+            self.details.append({"kind": kind, **event["data"]})
+        if (run := event_data(event, ledger.Compression)) is not None:
             self.compression_calls.append(len(self.utilization) - 1)
-        if kind == "compression" and self.utilization:
-            # What was sent is what compression left, not what pre-flight measured.
-            self.utilization[-1] = float(data["utilization_after"])
+            if self.utilization:
+                # What was sent is what compression left, not what pre-flight measured.
+                self.utilization[-1] = run["utilization_after"]
 
 
 def run_demo(

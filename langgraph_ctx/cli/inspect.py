@@ -22,8 +22,10 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 
+from langgraph_ctx import ledger
 from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger import event_data
 from langgraph_ctx.markers import summary_info
 from langgraph_ctx.state import delta_messages
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
@@ -57,6 +59,11 @@ class Inspection:
     archive_tokens: int = 0
     other_namespaces: dict[str, int] = field(default_factory=dict)
     """Sub-agent namespaces with events of their own, and how many."""
+    checkpoints: int = 0
+    """Checkpoints the thread keeps, every namespace (retention: the latest few)."""
+    checkpoint_bytes: int = 0
+    """What they take: checkpoints, their pending writes and (PostgreSQL) the
+    channel values they reference, as stored (before the database's own overhead)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,7 +80,9 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
             f"no SQLite database at {db.path!r}; name the session's database with "
             "--database-url (the demo's: sqlite:///langgraph-ctx-demo.sqlite)",
         )
-    with checkpointer_from_url(db.url, setup=False, max_connections=1) as saver:
+    with checkpointer_from_url(
+        db.url, setup=False, max_connections=1, keep_checkpoints="all"
+    ) as saver:
         found = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
         messages = _history(saver, found) if found is not None else []
     result = Inspection(thread_id, db.redacted, found is not None)
@@ -87,7 +96,8 @@ def inspect_session(url: str | None, thread_id: str) -> Inspection:
             lines = [ln for ln in message.text.splitlines()[1:] if ln.strip()]
             result.summaries.append({**info, "first_line": lines[0] if lines else ""})
     tables = _read_postgres(db, thread_id) if db.kind == "postgres" else _read_sqlite(db, thread_id)
-    logged, result.archive_rows, result.archive_tokens, result.other_namespaces = tables
+    logged, result.archive_rows, result.archive_tokens, result.other_namespaces, kept = tables
+    result.checkpoints, result.checkpoint_bytes = kept
     events, result.events_source = _events(logged or [], list(values.get("context_ledger") or ()))
     _fold(result, events)
     return result
@@ -128,27 +138,35 @@ def _history(saver: BaseCheckpointSaver[Any], found: CheckpointTuple) -> list[Ba
 
 
 def _fold(result: Inspection, events: list[dict[str, Any]]) -> None:
+    # Through the ledger's types; ``.get`` with a default where an event table
+    # written by an earlier version may lack a field.
     for event in events:
-        kind, data = str(event["kind"]), dict(event.get("data") or {})
+        kind = str(event["kind"])
         result.event_counts[kind] = result.event_counts.get(kind, 0) + 1
-        if kind == "utilization":
-            measured = float(data.get("utilization", 0.0))
+        if (use := event_data(event, ledger.Utilization)) is not None:
+            measured = float(use.get("utilization", 0.0))
             result.measured.append(measured)
-            result.utilization.append(float(data.get("sent_utilization", measured)))
-            result.zones.append(str(data.get("zone", "")))
-        elif kind == "compression":
-            keys = ("seq", "messages", "tokens_before", "tokens_after", "ratio")
-            entry = {k: data.get(k) for k in keys}
-            entry["entity_retention"] = data.get("entity_retention")
-            entry["meta"] = bool(data.get("meta"))
-            result.compressions.append(entry)
-        elif kind == "eviction":
-            result.evictions.append({"seq": event["seq"], **data})
-        elif kind == "recall_timeout":
-            result.recall_timeouts.append({"seq": event["seq"], **data})
+            result.utilization.append(float(use.get("sent_utilization", measured)))
+            result.zones.append(str(use.get("zone", "")))
+        elif (run := event_data(event, ledger.Compression)) is not None:
+            result.compressions.append(
+                {
+                    "seq": run.get("seq"),
+                    "messages": run.get("messages"),
+                    "tokens_before": run.get("tokens_before"),
+                    "tokens_after": run.get("tokens_after"),
+                    "ratio": run.get("ratio"),
+                    "entity_retention": run.get("entity_retention"),
+                    "meta": bool(run.get("meta")),
+                }
+            )
+        elif (evicted := event_data(event, ledger.Eviction)) is not None:
+            result.evictions.append({"seq": event["seq"], **evicted})
+        elif (late := event_data(event, ledger.RecallTimeout)) is not None:
+            result.recall_timeouts.append({"seq": event["seq"], **late})
 
 
-Tables = tuple[list[dict[str, Any]] | None, int, int, dict[str, int]]
+Tables = tuple[list[dict[str, Any]] | None, int, int, dict[str, int], tuple[int, int]]
 Query = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 
 # Written once for both dialects: '?' becomes '%s' for PostgreSQL, and the event
@@ -161,10 +179,30 @@ _NAMESPACES = (
     " WHERE thread_id = ? AND namespace <> '' GROUP BY namespace ORDER BY namespace"
 )
 _ARCHIVE = "SELECT count(*), COALESCE(sum(tokens), 0) FROM lgctx_archive WHERE thread_id = ?"
+# LangGraph's tables, by dialect: the checkpoint rows (count, bytes), then what else
+# they keep per thread (bytes).
+_CHECKPOINTS = {
+    "sqlite": (
+        "SELECT count(*), COALESCE(sum(length(checkpoint) + length(metadata)), 0)"
+        " FROM checkpoints WHERE thread_id = ?",
+        {"writes": "SELECT COALESCE(sum(length(value)), 0) FROM writes WHERE thread_id = ?"},
+    ),
+    "postgres": (
+        "SELECT count(*), COALESCE(sum(pg_column_size(checkpoint) + pg_column_size(metadata)), 0)"
+        " FROM checkpoints WHERE thread_id = ?",
+        {
+            "checkpoint_writes": "SELECT COALESCE(sum(length(blob)), 0)"
+            " FROM checkpoint_writes WHERE thread_id = ?",
+            "checkpoint_blobs": "SELECT COALESCE(sum(length(blob)), 0)"
+            " FROM checkpoint_blobs WHERE thread_id = ?",
+        },
+    ),
+}
 
 
-def _read_tables(query: Query, tables: set[str], thread_id: str) -> Tables:
-    """The event log, sub-agent namespaces and archive size, from whichever tables exist."""
+def _read_tables(query: Query, tables: set[str], thread_id: str, dialect: str) -> Tables:
+    """The event log, sub-agent namespaces, archive size and checkpoint storage, from
+    whichever tables exist."""
     events: list[dict[str, Any]] | None = None
     others: dict[str, int] = {}
     rows = tokens = 0
@@ -176,7 +214,16 @@ def _read_tables(query: Query, tables: set[str], thread_id: str) -> Tables:
         others = {str(ns): int(n) for ns, n in query(_NAMESPACES, (thread_id,))}
     if "lgctx_archive" in tables:
         ((rows, tokens),) = query(_ARCHIVE, (thread_id,))
-    return events, int(rows), int(tokens), others
+    kept = (0, 0)
+    if "checkpoints" in tables:
+        counted, extra = _CHECKPOINTS[dialect]
+        ((n, size),) = query(counted, (thread_id,))
+        for table, sql in extra.items():
+            if table in tables:
+                ((more,),) = query(sql, (thread_id,))
+                size += more
+        kept = (int(n), int(size))
+    return events, int(rows), int(tokens), others, kept
 
 
 def _read_postgres(db: DatabaseURL, thread_id: str) -> Tables:
@@ -191,11 +238,11 @@ def _read_postgres(db: DatabaseURL, thread_id: str) -> Tables:
             return cursor.execute(sql.encode(), params).fetchall()
 
         present = query(
-            "SELECT t FROM unnest(ARRAY['lgctx_events', 'lgctx_archive']) AS t"
-            " WHERE to_regclass(t) IS NOT NULL",
+            "SELECT t FROM unnest(ARRAY['lgctx_events', 'lgctx_archive', 'checkpoints',"
+            " 'checkpoint_writes', 'checkpoint_blobs']) AS t WHERE to_regclass(t) IS NOT NULL",
             (),
         )
-        return _read_tables(query, {str(name) for (name,) in present}, thread_id)
+        return _read_tables(query, {str(name) for (name,) in present}, thread_id, "postgres")
 
 
 def _read_sqlite(db: DatabaseURL, thread_id: str) -> Tables:
@@ -207,7 +254,7 @@ def _read_sqlite(db: DatabaseURL, thread_id: str) -> Tables:
 
     try:
         present = query("SELECT name FROM sqlite_master WHERE type = 'table'", ())
-        return _read_tables(query, {str(name) for (name,) in present}, thread_id)
+        return _read_tables(query, {str(name) for (name,) in present}, thread_id, "sqlite")
     finally:
         conn.close()
 
@@ -219,6 +266,7 @@ def format_inspection(s: Inspection, *, width: int = 60) -> str:
     lines = [
         f"thread {s.thread_id!r} in {s.database}",
         f"  {s.messages} active messages, step {s.step}, events from {s.events_source}",
+        f"  {s.checkpoints} checkpoints kept, {s.checkpoint_bytes:,} bytes",
     ]
     util = s.utilization
     if util:

@@ -32,6 +32,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_ctx.compression._extractive import ExtractiveSummarizer
 from langgraph_ctx.history import safe_cuts, split_tiers, turn_starts
+from langgraph_ctx.ledger.parts import Fitted
 from langgraph_ctx.markers import KEY, compacted, compacted_header
 from langgraph_ctx.tokens import TokenCounter, message_key
 
@@ -67,7 +68,7 @@ class Fit:
     originals: list[BaseMessage] = field(default_factory=list)
     """The messages made smaller, as they were (for the caller to archive)."""
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> Fitted:
         return {
             "ids": self.reduced,
             "cut": self.cut,

@@ -40,8 +40,10 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage
 from langgraph.channels.delta import DeltaChannel
 
+from langgraph_ctx import ledger
 from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, is_edited, plan_edits
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.parts import Collision, EditNote, Failure
 from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.state import delta_messages
@@ -50,7 +52,7 @@ from langgraph_ctx.storage.archive import MessageArchive
 
 def consult(
     call: Callable[[], Any], acall: Callable[[], Awaitable[Any]], *, timeout: float | None
-) -> Hook[tuple[Any, dict[str, str] | None]]:
+) -> Hook[tuple[Any, Failure | None]]:
     """Ask a manager (a model or a policy) for its answer, under ``timeout``.
 
     ``(answer, None)``, or ``(None, why)`` with the ledger fields of a failure
@@ -61,7 +63,7 @@ def consult(
         return (yield IOCall(call, acall, timeout=timeout)), None
     except Exception as exc:
         reason = "timeout" if isinstance(exc, TimeoutError) else "error"
-        return None, {"reason": reason, "error": f"{type(exc).__name__}: {exc}"}
+        return None, Failure(reason=reason, error=f"{type(exc).__name__}: {exc}")
 
 
 def check_rewritable(builder: Any, middleware: str) -> None:
@@ -98,7 +100,7 @@ def apply_edits(
     pin_task: bool = True,
     rules: Protection = "manager",
     reason: str | Callable[[BaseMessage], str] = "edited",
-    data: dict[str, Any] | None = None,
+    data: EditNote | None = None,
 ) -> Hook[tuple[View, EditPlan | None]]:
     """Apply ``operations`` to ``view["messages"]``; returns the new view and the plan.
 
@@ -110,13 +112,15 @@ def apply_edits(
     a round).
     """
     messages = list(view.get("messages") or ())
-    extra = data or {}
+    extra = data or EditNote()
     try:
         plan = plan_edits(messages, operations, pin_task=pin_task, rules=rules)
     except EditRejected as exc:
         ctx.record(
             "edit_rejected",
-            {"source": source, "reason": exc.reason, "op": exc.op, "detail": exc.detail, **extra},
+            ledger.EditRejected(
+                source=source, reason=exc.reason, op=exc.op, detail=exc.detail, **extra
+            ),
         )
         return view, None
     if not plan.changed:
@@ -124,7 +128,7 @@ def apply_edits(
     thread, namespace = ctx.thread_id or "default", graph_namespace(ctx.config)
     in_state = _as_in_state(ctx, plan)
     batches = _by_reason([in_state.get(str(m.id), m) for m in plan.removed], reason)
-    collisions: list[dict[str, str]] = []
+    collisions: list[Collision] = []
 
     def get(key: str) -> BaseMessage | None:
         return archive.get(thread, key, namespace=namespace)
@@ -149,11 +153,13 @@ def apply_edits(
     except Exception as exc:
         ctx.record(
             "edit_failed",
-            {"source": source, "reason": "archive", "error": f"{type(exc).__name__}: {exc}"},
+            ledger.EditFailed(
+                source=source, reason="archive", error=f"{type(exc).__name__}: {exc}"
+            ),
         )
         return view, None
     for collision in collisions:
-        ctx.record("archive_id_collision", {"source": source, **collision})
+        ctx.record("archive_id_collision", ledger.ArchiveIdCollision(source=source, **collision))
     made = {id(m) for m in plan.made}
     kept = [m if id(m) in made else in_state.get(str(m.id), m) for m in plan.messages]
     ctx.persist(source, messages=[*plan.update()[:1], *kept])
@@ -165,7 +171,9 @@ def apply_edits(
         ctx.adjust_usage("messages", after - before)
     ctx.record(
         "context_edit",
-        {**plan.ledger(), "source": source, "tokens_before": before, "tokens_after": after} | extra,
+        ledger.ContextEdit(
+            **plan.ledger(), source=source, tokens_before=before, tokens_after=after, **extra
+        ),
     )
     return view.replace(messages=plan.messages), plan
 
@@ -211,7 +219,7 @@ def _free_key(message: BaseMessage, found: BaseMessage | None, n: int) -> str | 
 
 
 def _rekeying(
-    batch: Sequence[BaseMessage], collisions: list[dict[str, str]]
+    batch: Sequence[BaseMessage], collisions: list[Collision]
 ) -> Generator[str, BaseMessage | None, list[BaseMessage]]:
     """``batch`` with each message whose id is archived with other content under
     the first free ``<id>~<n>`` key (or the one already holding it), noted in
@@ -253,8 +261,8 @@ async def _arekey(
         return cast(list[BaseMessage], done.value)
 
 
-def _keyed(message: BaseMessage, key: str, collisions: list[dict[str, str]]) -> BaseMessage:
-    collisions.append({"id": str(message.id), "archived_as": key})
+def _keyed(message: BaseMessage, key: str, collisions: list[Collision]) -> BaseMessage:
+    collisions.append(Collision(id=str(message.id), archived_as=key))
     return message.model_copy(update={"id": key})
 
 

@@ -24,7 +24,7 @@ Guarantees, whoever calls it:
 - **Pinned messages are never edited**: system messages (except summaries and
   what an earlier edit produced), the session's first user message (the task),
   anything :func:`~langgraph_ctx.markers.pin`-ned, and the exchanges they belong
-  to. The working note (:func:`is_note`) may be rewritten, never deleted or
+  to. The working note (:func:`is_working_note`) may be rewritten, never deleted or
   merged away.
 - What is protected follows ``rules`` (:data:`Protection`): a manager's
   actions by default, compression's tiers for compression.
@@ -62,6 +62,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.history import Tiers, split_tiers, tool_units
+from langgraph_ctx.ledger.parts import EditRecord
 from langgraph_ctx.markers import KEY
 
 Reason = Literal[
@@ -194,7 +195,7 @@ class EditPlan:
         message must land where its originals were."""
         return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *self.messages]  # type: ignore[list-item]
 
-    def ledger(self) -> dict[str, Any]:
+    def ledger(self) -> EditRecord:
         """The ledger entry's data: every operation, with its rationale."""
         return {
             "operations": [
@@ -223,8 +224,21 @@ def note(message: BaseMessage) -> BaseMessage:
 
 
 def is_note(message: BaseMessage) -> bool:
+    """Whether ``message`` carries the note mark: a working note, or the think
+    node's ``[plan]`` trace (:func:`is_working_note` tells them apart)."""
     marks = message.additional_kwargs.get(KEY)
     return isinstance(marks, dict) and bool(marks.get("note"))
+
+
+def is_working_note(message: BaseMessage) -> bool:
+    """Whether ``message`` is the working note a manager keeps (rewritten, never
+    deleted or merged away). The think node's ``[plan]`` trace carries the note mark
+    too (placement folds it into the reply after it), but it is an agent message like
+    any other: taken for the note, the first trace became AdaCoM's working note and
+    every later one was kept from distillation, until a run of them outgrew the
+    prompt and the ceiling dropped it, the note with it."""
+    plan_trace = isinstance(message, AIMessage) and message.name == "think"
+    return is_note(message) and not plan_trace
 
 
 def is_edited(message: BaseMessage) -> bool:
@@ -379,7 +393,7 @@ def _check_protected(
             raise EditRejected(
                 "pinned", f"message {m.id!r} ({m.type}) is pinned and is never edited", i
             )
-        kept = is_note(m) and (every_note or _pinned_mark(m))
+        kept = is_working_note(m) and (every_note or _pinned_mark(m))
         if kept and (op.kind != "rewrite" or len(targets) > 1):
             raise EditRejected(
                 "note_protected",
@@ -522,7 +536,7 @@ def _made(op: EditOp, originals: Sequence[BaseMessage]) -> BaseMessage:
     new_id = f"edit-{digest}"
     head = originals[0]
     marks: dict[str, Any] = {**(op.marks or {}), "edited": {"from": sources}}
-    if any(is_note(m) for m in originals):
+    if any(is_working_note(m) for m in originals):
         marks["note"] = True
     if len(originals) == 1 and _keeps_role(op.role, head):
         old = head.additional_kwargs.get(KEY)

@@ -64,6 +64,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx.markers import KEY, is_recall_block, part_count
 from langgraph_ctx.middleware._content import (
     is_stable_system,
@@ -263,7 +264,7 @@ def _add(
         shown.drop(anchor)
     shown.lines[anchor], shown.text[anchor], shown.tokens[anchor] = lines, text, cost
     if per_turn is not None and apply(others + cost) > limit:  # compression makes room
-        ctx.record("recall_over_limit", {"tokens": others + cost, "limit": limit})
+        ctx.record("recall_over_limit", ledger.RecallOverLimit(tokens=others + cost, limit=limit))
 
 
 def _best(held: list[str], new: list[str], cap: int, ctx: CallContext) -> list[str]:

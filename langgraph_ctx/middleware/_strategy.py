@@ -10,6 +10,7 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._checks import check_bool, check_has
 from langgraph_ctx.edits import EditOp, EditPlan, Protection, apply_edits, check_rewritable
+from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, Middleware, View
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
@@ -74,7 +75,7 @@ class RewritingStrategy(ContextStrategy):
         view: View,
         ctx: CallContext,
         ops: Sequence[EditOp],
-        data: dict[str, Any] | None = None,
+        data: EditNote | None = None,
         *,
         reason: str | Callable[[BaseMessage], str] = "edited",
     ) -> Hook[tuple[View, EditPlan | None]]:

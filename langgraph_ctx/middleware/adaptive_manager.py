@@ -45,6 +45,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import (
     check_has,
     check_int,
@@ -56,12 +57,15 @@ from langgraph_ctx.edits import (
     consult,
     is_edited,
     is_note,
+    is_working_note,
     note,
     protected_ids,
 )
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.markers import pin
 from langgraph_ctx.middleware._strategy import RewritingStrategy
+from langgraph_ctx.middleware.compression import _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import (
@@ -165,14 +169,21 @@ class AdaptiveContextManager(RewritingStrategy):
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         messages: list[BaseMessage] = list(view.get("messages") or ())
         rounds = self._round(ctx)
-        utilization = ctx.measured().utilization
+        report = ctx.measured()
+        # Recall's blocks kept from earlier calls (reserved, counted as system) are
+        # not the history the manager edits: they give way to it when both do not
+        # fit, and recall fills whatever room an edit makes. Counted, each edit's room
+        # went to recall, the next call found the context as full, and the manager
+        # distilled again, until the facts asked about were digested away.
+        others = _kept_recall(ctx)
+        utilization = max(0, report.total - others) / max(report.window, 1)
         oversized = self._oversized(messages, ctx)
         triggers = self._triggers(rounds, utilization, oversized)
         if not triggers:
             return view
         staged = _with_note(messages)
-        request = self._request(staged, ctx, triggers, oversized, rounds, utilization)
-        about = {"round": rounds, "triggers": list(triggers)}
+        request = self._request(staged, ctx, triggers, oversized, rounds, utilization, others)
+        fired = list(triggers)
         started = time.perf_counter()
         ops, failed = yield from consult(
             partial(self.manager.propose, request),
@@ -180,11 +191,17 @@ class AdaptiveContextManager(RewritingStrategy):
             timeout=self.timeout,
         )
         if failed is not None:
-            ctx.record("manager_failed", {**about, **failed})
+            ctx.record(
+                "manager_failed", ledger.ManagerFailed(round=rounds, triggers=fired, **failed)
+            )
             return view
-        about["manager_seconds"] = round(time.perf_counter() - started, 4)
+        seconds = round(time.perf_counter() - started, 4)
+        about = EditNote(round=rounds, triggers=fired, manager_seconds=seconds)
         if not ops:
-            ctx.record("manager_unchanged", about)
+            unchanged = ledger.ManagerUnchanged(
+                round=rounds, triggers=fired, manager_seconds=seconds
+            )
+            ctx.record("manager_unchanged", unchanged)
             return view
         edited, plan = yield from self.edit(view.replace(messages=staged), ctx, ops, about)
         if plan is None:  # rejected, or the archive failed: the view as it came, no note
@@ -193,7 +210,7 @@ class AdaptiveContextManager(RewritingStrategy):
             # The staged placeholder is sent (or was replaced, and the edit core took
             # its count out): pre-flight never measured it, and the prompt ceiling
             # trusts this report.
-            placeholder = next(m for m in staged if is_note(m))
+            placeholder = next(m for m in staged if is_working_note(m))
             ctx.adjust_usage("messages", ctx.session.cache.count_of(placeholder))
         return edited
 
@@ -234,15 +251,19 @@ class AdaptiveContextManager(RewritingStrategy):
         oversized: tuple[str, ...],
         rounds: int,
         utilization: float,
+        others: int = 0,
     ) -> ManagerRequest:
+        """``others``: calibrated tokens of the total the manager does not edit (recall's
+        kept blocks), left out of its excess as out of its trigger."""
         count = ctx.session.cache.count_of
-        note_msg = next(m for m in messages if is_note(m))
+        note_msg = next(m for m in messages if is_working_note(m))
         report = ctx.measured()
         excess = 0
         if self.utilization is not None:
             # Raw tokens, as the cache counts them: the report is calibrated.
             goal = self.utilization * self.target_utilization * report.window
-            excess = max(0, int((report.total - goal) / max(report.calibration, 1e-6)))
+            total = report.total - others
+            excess = max(0, int((total - goal) / max(report.calibration, 1e-6)))
         return ManagerRequest(
             messages=messages,
             tokens={str(m.id): count(m) for m in messages if m.id},
@@ -262,7 +283,7 @@ class AdaptiveContextManager(RewritingStrategy):
 
 def _with_note(messages: list[BaseMessage]) -> list[BaseMessage]:
     """``messages`` with a working note right after the task (a placeholder if none)."""
-    if any(is_note(m) for m in messages):
+    if any(is_working_note(m) for m in messages):
         return messages
     task = next((i for i, m in enumerate(messages) if m.type == "human"), None)
     at = task + 1 if task is not None else sum(1 for m in messages if m.type == "system")

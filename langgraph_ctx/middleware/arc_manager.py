@@ -51,9 +51,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
 from langgraph_ctx.history import jobs as _prepare
+from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
@@ -164,12 +166,18 @@ class ReflectiveContextManager(RewritingStrategy):
             except TimeoutError:
                 if self.timeout is None or job.age() < self.timeout:
                     ctx.session.scratch[_JOB] = job
-                    ctx.record("arc_update_late", {"waited": self.wait, "raw": len(at.raw)})
+                    ctx.record(
+                        "arc_update_late", ledger.ArcUpdateLate(waited=self.wait, raw=len(at.raw))
+                    )
                     return view  # the previous memory; the interaction stays raw
                 job.discard()
-                ctx.record("arc_update_failed", {"reason": "timeout", "seconds": job.age()})
+                ctx.record(
+                    "arc_update_failed", ledger.ArcUpdateFailed(reason="timeout", seconds=job.age())
+                )
             except Exception as exc:
-                ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
+                ctx.record(
+                    "arc_update_failed", ledger.ArcUpdateFailed(reason="error", error=_error(exc))
+                )
             else:
                 view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
                 at = self._layout(list(view["messages"])) or at
@@ -184,7 +192,9 @@ class ReflectiveContextManager(RewritingStrategy):
                     timeout=self.timeout,
                 )
             except Exception as exc:
-                ctx.record("arc_update_failed", {"reason": "error", "error": _error(exc)})
+                ctx.record(
+                    "arc_update_failed", ledger.ArcUpdateFailed(reason="error", error=_error(exc))
+                )
                 return view
             view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
             after = self._layout(list(view["messages"]))
@@ -300,7 +310,7 @@ class ReflectiveContextManager(RewritingStrategy):
                 {"arc": _checklist_state(folded.checklist, folded.stall)},
             ),
         ]
-        about: dict[str, Any] = {"arc": "update", "turn": turn}
+        about = EditNote(arc="update", turn=turn)
         grown = _grown(at.memory, arc.stamped(turn, folded.entry), ctx)
         base = view
         if grown is not None:
@@ -339,17 +349,20 @@ class ReflectiveContextManager(RewritingStrategy):
                 (str(after.checklist.id),), None, "reflection", arc.render_checklist(items), marks
             ),
         ]
-        about = {"arc": "reflection", "turn": turn, "triggers": list(folded.triggers)}
+        triggers = list(folded.triggers)
+        about = EditNote(arc="reflection", turn=turn, triggers=triggers)
         reflected, done = yield from self.edit(edited, ctx, ops, about)
         if done is not None:
             ctx.record(
                 "arc_reflection",
-                {
-                    **about,
-                    "rationale": reflection.rationale,
-                    "replaced": [str(after.memory.id), str(after.checklist.id)],
-                    "by": [a.new_id for a in done.applied],
-                },
+                ledger.ArcReflection(
+                    arc="reflection",
+                    turn=turn,
+                    triggers=triggers,
+                    rationale=reflection.rationale,
+                    replaced=[str(after.memory.id), str(after.checklist.id)],
+                    by=[a.new_id for a in done.applied],
+                ),
             )
         return reflected
 

@@ -52,9 +52,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance, check_number, check_timeout
 from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.strategies import FoldApplied, FoldApplyRefused, FoldRefused
 from langgraph_ctx.markers import KEY, PER_CALL_TAIL
 from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.middleware.compression import TieredCompression, _kept_recall
@@ -173,10 +175,10 @@ class BudgetAwareFolding(RewritingStrategy):
         for extra in acks[1:]:
             why = "Fold refused: one fold per step; the first one was applied."
             ops.append(EditOp((str(extra.id),), None, "the fold's outcome", why))
-        about = {"by": "agent", "kind": kind, "commits": ids, **state.as_dict()}
-        if kind == "refused":
-            about["reason"] = outcome
-        ctx.record("fold", about)
+        about = FoldApplied(by="agent", kind=kind, commits=ids, **state.as_dict())
+        ctx.record(
+            "fold", FoldApplyRefused(**about, reason=outcome) if kind == "refused" else about
+        )
         edited, plan = yield from self.edit(view, ctx, ops)
         return view if plan is None else edited
 
@@ -206,16 +208,16 @@ class BudgetAwareFolding(RewritingStrategy):
             timeout=self.timeout,
         )
         if failed is not None:
-            ctx.record("fold_failed", failed)
+            ctx.record("fold_failed", ledger.FoldFailed(**failed))
             return view
         try:
             action = _parse(answer)
             ops, ids = bacm.fold_ops(action, blocks, request.current, by="policy")
         except bacm.FoldRefused as exc:
-            ctx.record("fold", {"by": "policy", "kind": "refused", "reason": str(exc)})
+            ctx.record("fold", FoldRefused(by="policy", kind="refused", reason=str(exc)))
             return view
         kind = bacm.fold_kind(action)
-        ctx.record("fold", {"by": "policy", "kind": kind, "commits": ids, **state.as_dict()})
+        ctx.record("fold", FoldApplied(by="policy", kind=kind, commits=ids, **state.as_dict()))
         if not ops:
             return view
         edited, plan = yield from self.edit(view, ctx, ops)
@@ -225,7 +227,7 @@ class BudgetAwareFolding(RewritingStrategy):
         if ctx.measured().total < ctx.budget.red_line:
             return view
         state = self.budget_state(list(view.get("messages") or ()), ctx)
-        ctx.record("fold_guard", {**state.as_dict(), "fallback": "TieredCompression"})
+        ctx.record("fold_guard", ledger.FoldGuard(**state.as_dict(), fallback="TieredCompression"))
         return (yield from self.guard.before(view, ctx))
 
     def _shown(self, view: View, ctx: CallContext, display: int) -> View:

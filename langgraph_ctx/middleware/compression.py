@@ -58,6 +58,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression.ceiling import (
@@ -81,6 +82,7 @@ from langgraph_ctx.history import (
     turn_starts,
 )
 from langgraph_ctx.history import jobs as _prepare
+from langgraph_ctx.ledger.core import CeilingChecked
 from langgraph_ctx.markers import (
     KEY,
     SUMMARY_PREFIX,
@@ -420,7 +422,9 @@ class TieredCompression(RewritingStrategy):
         ctx.session.scratch["compression_advised"] = True
         ctx.record(
             "compression_candidates",
-            {"messages": len(plan.compress), "tokens": span, "through": plan.compress[-1].id},
+            ledger.CompressionCandidates(
+                messages=len(plan.compress), tokens=span, through=plan.compress[-1].id
+            ),
         )
 
     def _apply(
@@ -469,17 +473,17 @@ class TieredCompression(RewritingStrategy):
                 after = sum(count(m) for m in digests)
                 ctx.record(
                     "tool_results_compacted",
-                    {
-                        "ids": [str(m.id) for m in digests],
-                        "tokens_before": compacted,
-                        "tokens_after": after,
-                    },
+                    ledger.ToolResultsCompacted(
+                        ids=[str(m.id) for m in digests],
+                        tokens_before=compacted,
+                        tokens_after=after,
+                    ),
                 )
             if summary is not None and text is not None:
                 _release_kept_recall(ctx)
                 self._record(ctx, work, summary, text, summarized, measured, path)
         for reason in fallbacks:
-            ctx.record("summarizer_fallback", {"reason": reason})
+            ctx.record("summarizer_fallback", ledger.SummarizerFallback(reason=reason))
         # Still over the prompt limit? ``_ceiling`` reduces tool results or raises.
         return view
 
@@ -499,21 +503,23 @@ class TieredCompression(RewritingStrategy):
         info = summary_info(summary) or {}
         ctx.record(
             "compression",
-            {
-                "seq": info["seq"],
-                "messages": len(work.plan.compress),
-                "through": info["through"],
-                "tokens_before": summarized,
-                "tokens_after": written,
-                "max_tokens": work.max_tokens,  # what the summarizer was asked for
-                "ratio": round(summarized / max(written, 1), 2),
-                "entity_retention": round(retention, 4),
-                "meta": work.meta,
-                "utilization_after": round(ctx.measured().utilization, 4),
-                # Whether a summary prepared ahead was used, and if not, why not.
-                "path": path[0],
-                "prepared": path[1],
-            },
+            ledger.Compression(
+                {
+                    "seq": info["seq"],
+                    "messages": len(work.plan.compress),
+                    "through": info["through"],
+                    "tokens_before": summarized,
+                    "tokens_after": written,
+                    "max_tokens": work.max_tokens,  # what the summarizer was asked for
+                    "ratio": round(summarized / max(written, 1), 2),
+                    "entity_retention": round(retention, 4),
+                    "meta": work.meta,
+                    "utilization_after": round(ctx.measured().utilization, 4),
+                    # Whether a summary prepared ahead was used, and if not, why not.
+                    "path": path[0],
+                    "prepared": path[1],
+                }
+            ),
         )
 
     def _ceiling(self, view: View, ctx: CallContext) -> Hook[View]:
@@ -569,12 +575,12 @@ class TieredCompression(RewritingStrategy):
         report = ctx.measured()
         ctx.record(
             "ceiling_enforced",
-            {
-                "scope": "history",
+            CeilingChecked(
+                scope="history",
                 **fit.as_dict(),
-                "total_after": report.total,
-                "prompt_limit": report.prompt_limit,
-            },
+                total_after=report.total,
+                prompt_limit=report.prompt_limit,
+            ),
         )
         return view
 
@@ -746,12 +752,9 @@ class TieredCompression(RewritingStrategy):
     def _unreachable(self, plan: Plan, ctx: CallContext, why: str) -> None:
         report = ctx.measured()
         pinned = sum(ctx.session.cache.count_of(m) for m in plan.tiers.pinned)
-        data = {
-            "total": report.total,
-            "prompt_limit": report.prompt_limit,
-            "pinned_tokens": pinned,
-            "reason": why,
-        }
+        data = ledger.BudgetUnreachable(
+            total=report.total, prompt_limit=report.prompt_limit, pinned_tokens=pinned, reason=why
+        )
         ctx.record("budget_unreachable", data)
         logger.warning(
             "context budget cannot be met on node %r (total %d > limit %d, pinned %d tokens): %s; "

@@ -42,10 +42,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.types import Command
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
 from langgraph_ctx.markers import is_view_only
 from langgraph_ctx.middleware._strategy import ContextStrategy
+from langgraph_ctx.middleware.compression import _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.pace import (
@@ -151,7 +153,9 @@ class PredictiveExtraction(ContextStrategy):
             records = {s.id: session.record(s, self.scorer.name) for s in changed.values()}
             ctx.persist(self.name, **{CHANNEL: records})
         if failed is not None:
-            ctx.record("pace_scorer_failed", {"scorer": self.scorer.name, "error": failed})
+            ctx.record(
+                "pace_scorer_failed", ledger.PaceScorerFailed(scorer=self.scorer.name, error=failed)
+            )
         if not scored:
             return view
         return self._assemble(view, ctx, session, scored, weights, restored)
@@ -182,7 +186,9 @@ class PredictiveExtraction(ContextStrategy):
         try:
             yield IOCall(put, aput)
         except Exception as exc:
-            ctx.record("pace_index_failed", {"messages": len(batch), "error": repr(exc)})
+            ctx.record(
+                "pace_index_failed", ledger.PaceIndexFailed(messages=len(batch), error=repr(exc))
+            )
 
     # -- the steps -------------------------------------------------------------
 
@@ -257,7 +263,11 @@ class PredictiveExtraction(ContextStrategy):
         s = self.settings
         report = ctx.measured()
         calibration = max(report.calibration, 1e-6)
-        others = report.total - report.used.get("messages", 0)
+        # Recall's blocks kept from earlier turns (reserved, counted as system) give way
+        # at placement when the prompt would pass the red line with them, and recall
+        # refills the room the steps leave: counted here, they took the steps' room,
+        # and every step was shown condensed further than without recall.
+        others = report.total - report.used.get("messages", 0) - _kept_recall(ctx)
         room = min(report.allocation["messages"], ctx.budget.red_line - others)
         budget = max(0, int(room / calibration))
         recent = sum(step.tokens for step in session.steps[len(scored) :])
@@ -315,19 +325,25 @@ class PredictiveExtraction(ContextStrategy):
         ctx.adjust_usage("messages", sent - measured)
         counts = np.bincount(levels, minlength=len(LEVELS))
         fallback = getattr(self.scorer, "fallback", None)  # a model still loading, say
-        data: dict[str, Any] = {
-            "steps": len(session.steps),
-            "scored": len(scored),
-            **{level: int(n) for level, n in zip(LEVELS, counts, strict=True)},
-            "pressure": round(p, 3),
-            "thresholds": [round(x, 3) for x in limits],
-            "scorer": self.scorer.name,
-            **({"scorer_fallback": fallback} if fallback else {}),
-            "summaries_pending": len(session.pending),
-            "tokens_before": session.total,
-            "tokens_after": sent,
-            "budget": budget,
-        }
+        full, detailed, brief, placeholder, omitted = (int(n) for n in counts)  # LEVELS' order
+        data = ledger.PaceContext(
+            steps=len(session.steps),
+            scored=len(scored),
+            full=full,
+            detailed=detailed,
+            brief=brief,
+            placeholder=placeholder,
+            omitted=omitted,
+            pressure=round(p, 3),
+            thresholds=[round(x, 3) for x in limits],
+            scorer=self.scorer.name,
+            summaries_pending=len(session.pending),
+            tokens_before=session.total,
+            tokens_after=sent,
+            budget=budget,
+        )
+        if fallback:
+            data["scorer_fallback"] = fallback
         if held is not None:
             data["held"] = True
         if restored is not None:

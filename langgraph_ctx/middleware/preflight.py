@@ -36,6 +36,8 @@ from langgraph_ctx.budget import Component, UsageReport, measure
 from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.history import repair_pairs
+from langgraph_ctx.ledger import ToolPairsRepaired
+from langgraph_ctx.ledger.core import CeilingChecked, UtilizationMeasured
 from langgraph_ctx.markers import is_recall_block, is_summary
 from langgraph_ctx.middleware.thought import thought_message
 from langgraph_ctx.pipeline import CallContext, Middleware, View
@@ -124,12 +126,12 @@ class PreflightCheck(Middleware):
         report = ctx.adjust_usage("messages", math.ceil((after - report.total) / calibration))
         ctx.record(
             "ceiling_enforced",
-            {
-                "scope": "prompt",  # this call's prompt only: the history keeps every original
+            CeilingChecked(
+                scope="prompt",  # this call's prompt only: the history keeps every original
                 **fit.as_dict(),
-                "total_after": report.total,
-                "prompt_limit": report.prompt_limit,
-            },
+                total_after=report.total,
+                prompt_limit=report.prompt_limit,
+            ),
         )
         return view.replace(messages=fit.messages)
 
@@ -156,7 +158,12 @@ class PreflightCheck(Middleware):
             scratch[_WHOLE_UPTO] = _turn_start(messages, len(messages) - 1)
             return view
         scratch[_WHOLE_UPTO] = start  # a broken stretch stays in the state: look again next call
-        ctx.record("tool_pairs_repaired", repair.as_dict())
+        ctx.record(
+            "tool_pairs_repaired",
+            ToolPairsRepaired(
+                moved=repair.moved, orphans=repair.orphans, placeholders=repair.placeholders
+            ),
+        )
         return view.replace(messages=[*messages[:start], *repaired])
 
     def after(self, view: View, result: Any, ctx: CallContext) -> Any:
@@ -175,13 +182,13 @@ class PreflightCheck(Middleware):
         ctx.usage = report
         ctx.usage_entry = ctx.record(
             "utilization",
-            {
+            UtilizationMeasured(
                 **report.as_dict(),
-                "messages_count": len(view.get("messages") or ()),
-                "calibration_samples": calibration.samples,
+                messages_count=len(view.get("messages") or ()),
+                calibration_samples=calibration.samples,
                 # What is finally sent; compression lowers it when it runs.
-                "sent_utilization": round(report.utilization, 4),
-            },
+                sent_utilization=round(report.utilization, 4),
+            ),
         )
         return report
 

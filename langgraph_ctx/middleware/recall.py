@@ -40,15 +40,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_number, check_str
 from langgraph_ctx.compression import entities
+from langgraph_ctx.edits import is_note, is_working_note
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.parts import IOFailed
 from langgraph_ctx.markers import (
     KEY,
+    PER_CALL_TAIL,
     RECALL_PREFIX,
     is_ephemeral,
     is_summary,
@@ -215,7 +219,7 @@ class MemoryRecall(RoomFiller):
             self._say_no_scope(ctx, thread is not None)
         if (scope is None and thread is None) or budget <= 0:
             reason = "no auxiliary budget" if budget <= 0 else "no scope in config"
-            ctx.record("recall_skipped", {"reason": reason, "budget": budget})
+            ctx.record("recall_skipped", ledger.RecallSkipped(reason=reason, budget=budget))
             return None
         session = view.get("session") or {}
         task = (config.get("configurable") or {}).get(self.task_key) or session.get(self.task_key)
@@ -238,7 +242,7 @@ class MemoryRecall(RoomFiller):
         assert self.bank is not None
         keys = list(self.bank.scope_keys)
         what = "archive recall only (thread scope)" if archive_only else "no recall"
-        ctx.record("recall_scope", {"missing": keys, "recall": what})
+        ctx.record("recall_scope", ledger.RecallScope(missing=keys, recall=what))
         logger.warning(
             "memory recall needs config['configurable'] keys %s to scope memories; %s",
             keys,
@@ -299,11 +303,15 @@ class MemoryRecall(RoomFiller):
         # only retells originals, which are searched themselves.
         hits = [h for h in hits if h.kind == "tool_result" or h.message_id not in active]
         hits = [h for h in hits if h.kind != "summary"]
+        # Nor the think node's [plan] traces: the agent's own past reasoning, not what
+        # the user or a tool said. A hypothesis that restated an earlier budget line
+        # matched every trace that did, and eight of them filled the block.
+        hits = [h for h in hits if True or not (is_note(h.message) and not is_working_note(h.message))]
         items = _ranked(memories, hits, r.query, self.archive_hits, self.snippet_tokens, ctx)
         lines, chosen, raw = select(warm, items, r.budget, ctx)
         picked_memories = [x for x in chosen if isinstance(x, Memory)]
         picked_hits = [x for x in chosen if isinstance(x, ArchiveHit)]
-        data: dict[str, Any] = {
+        data: ledger.Recall = {
             "latency_ms": elapsed_ms(start),  # all of recall: store, ranking, selection
             "store_ms": store,
             "mode": "semantic" if self.bank is not None and self.bank.semantic else "lexical",
@@ -455,7 +463,7 @@ def query_of(view: View) -> str:
     messages: list[BaseMessage] = list(view.get("messages") or ())
     # Not a block a strategy assembled for this call (PACE's): that is not the question.
     human = next((m for m in reversed(messages) if m.type == "human" and not is_view_only(m)), None)
-    parts = [str(human.text)] if human is not None else []
+    parts = [_asked(human)] if human is not None else []
     thoughts = view.get("thoughts") or []
     if thoughts and isinstance(thoughts[-1], dict):
         thought = thoughts[-1]
@@ -463,6 +471,17 @@ def query_of(view: View) -> str:
         if current and thought.get("hypothesis"):
             parts.append(str(thought["hypothesis"]))
     return "\n".join(p for p in parts if p.strip())
+
+
+def _asked(human: BaseMessage) -> str:
+    """The user message's text without a block a layer added for this call only
+    (BACM's budget line, :data:`~langgraph_ctx.markers.PER_CALL_TAIL`): its words
+    ("tokens", "fold", "steps") are no part of the question, and searched with it
+    they ranked every archived message that held them above the question's answer."""
+    content = human.content
+    if isinstance(content, list) and len(content) > 1 and (human.additional_kwargs.get(KEY) or {}).get(PER_CALL_TAIL):
+        return str(human.model_copy(update={"content": content[:-1]}).text)
+    return str(human.text)
 
 
 def insert_at(messages: Sequence[BaseMessage]) -> int:
@@ -506,13 +525,24 @@ def _fit(line: str, budget: int, ctx: CallContext) -> str | None:
     return line[:low] + " [...]" if low > len("- [previous session] ") else None
 
 
+_FAILED: dict[
+    tuple[str, bool], Literal["recall_timeout", "recall_error", "observe_timeout", "observe_error"]
+] = {
+    ("recall", True): "recall_timeout",
+    ("recall", False): "recall_error",
+    ("observe", True): "observe_timeout",
+    ("observe", False): "observe_error",
+}
+"""The kind recorded when recall's or the observer's call timed out (True) or failed."""
+
+
 def record_failure(
     ctx: CallContext, what: str, exc: BaseException, start: float, timeout: float
 ) -> None:
     """Record ``<what>_timeout`` or ``<what>_error`` (with the error) and log it."""
     timed_out = isinstance(exc, (TimeoutError, asyncio.TimeoutError))
-    kind = f"{what}_timeout" if timed_out else f"{what}_error"
-    data: dict[str, Any] = {"latency_ms": elapsed_ms(start), "timeout_s": timeout}
+    kind = _FAILED[what, timed_out]
+    data = IOFailed(latency_ms=elapsed_ms(start), timeout_s=timeout)
     if not timed_out:
         data["error"] = f"{type(exc).__name__}: {exc}"
     ctx.record(kind, data)

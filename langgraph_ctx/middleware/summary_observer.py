@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_timeout
 from langgraph_ctx.markers import is_summary, summary_body
 from langgraph_ctx.middleware.recall import elapsed_ms, record_failure
@@ -58,7 +59,7 @@ class SummaryObserver(Middleware):
                 record_failure(ctx, "observe", exc, start, self.timeout)
             else:
                 keys = [w["key"] for w in work]
-                ctx.record("observe", {"keys": keys, "latency_ms": elapsed_ms(start)})
+                ctx.record("observe", ledger.Observe(keys=keys, latency_ms=elapsed_ms(start)))
         return result
 
     def _remember(self, work: list[dict[str, Any]]) -> None:
@@ -83,7 +84,10 @@ class SummaryObserver(Middleware):
             return []
         scope = self.bank.scope(ctx.config)
         if scope is None:
-            ctx.record("observe_skipped", {"reason": "no scope in config", "summaries": len(new)})
+            ctx.record(
+                "observe_skipped",
+                ledger.ObserveSkipped(reason="no scope in config", summaries=len(new)),
+            )
             return []
         where = f"{ctx.thread_id}\x00{graph_namespace(ctx.config)}"
         return [

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_int
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Middleware, View
@@ -82,13 +83,13 @@ class ToolEviction(Middleware):
         report = ctx.adjust_usage("tools", -freed)
         ctx.record(
             "eviction",
-            {
-                "evicted": evicted,
-                "tokens_freed": freed,
-                "reason": "capacity"
+            ledger.Eviction(
+                evicted=evicted,
+                tokens_freed=freed,
+                reason="capacity"
                 if self.capacity is not None and len(cache) > self.capacity
                 else "budget",
-                "cache": kept,
-            },
+                cache=kept,
+            ),
         )
         return view.replace(tool_cache=kept)

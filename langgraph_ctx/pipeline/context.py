@@ -21,7 +21,8 @@ from langgraph.types import Command
 
 from langgraph_ctx.budget import Budget, Component, UsageReport, measure
 from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.state import LEDGER, LedgerEntry, declaration, ledger_entry
+from langgraph_ctx.pipeline.recording import Recording
+from langgraph_ctx.state import LEDGER, LedgerEntry
 from langgraph_ctx.tokens import Calibration, MessageTokenCache, TokenCounter
 
 
@@ -102,7 +103,7 @@ class SessionTokens:
 
 
 @dataclasses.dataclass(kw_only=True)
-class CallContext:
+class CallContext(Recording):
     """Travels through the middleware of one node call and into the node.
 
     It carries everything the call needs (budget, counter, channels, ...), so a
@@ -160,30 +161,6 @@ class CallContext:
         update = PersistentUpdate(values=values, source=source)
         self.persistent.append(update)
         return update
-
-    def record(self, kind: str, data: dict[str, Any]) -> LedgerEntry:
-        """Append an event to this call's ledger entries.
-
-        They reach the custom stream, the event sink and the checkpoint together,
-        once the call succeeded (:meth:`finish`), so an entry may still be
-        completed until then and every consumer sees its final form. Raises
-        :class:`~langgraph_ctx.errors.ContextRunError` if the graph's state has
-        no ``context_ledger``.
-        """
-        if LEDGER not in self.channels:
-            self._require([LEDGER], f"a {kind!r} event was recorded")
-        previous = self.events or self.state.get(LEDGER) or None
-        entry = ledger_entry(kind, self.node, data, after=previous)
-        self.events.append(entry)
-        return entry
-
-    def _require(self, missing: list[str], what: str) -> None:
-        if missing:
-            raise ContextRunError(
-                f"{what} on node {self.node!r}, but the graph's state lacks {missing}, so "
-                "LangGraph would drop it silently; build the graph on ContextState, or add "
-                "to its state: " + "; ".join(declaration(k) for k in missing)
-            )
 
     def final_view(self, view: View) -> View:
         """``view`` as the node gets it: through :attr:`last_check`, if set."""

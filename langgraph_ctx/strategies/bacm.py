@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx.edits import EditOp, is_note, protected_ids
 from langgraph_ctx.errors import ContextRunError
+from langgraph_ctx.ledger.parts import Budget
 
 FOLD_TOOL = "fold"
 FOLD_HEAD = "[Folded steps"
@@ -93,9 +94,11 @@ class BudgetState:
     def remaining(self) -> int:
         return self.limit - self.used
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> Budget:
         """Every field, and what remains: the ledger's form."""
-        return {**asdict(self), "remaining": self.remaining}
+        return Budget(
+            used=self.used, pending=self.pending, limit=self.limit, remaining=self.remaining
+        )
 
     def line(self) -> str:
         """The compact form the agent is shown."""

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
+from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
@@ -218,12 +219,12 @@ def think_node(
         if ctx is not None:
             ctx.record(
                 "thought",
-                {
-                    "confidence": round(thought.confidence, 3),
-                    "tokens": tokens,
-                    "round": len(thoughts),
-                    "model_call": called,
-                },
+                ledger.Thought(
+                    confidence=round(thought.confidence, 3),
+                    tokens=tokens,
+                    round=len(thoughts),
+                    model_call=called,
+                ),
             )
         return update
 

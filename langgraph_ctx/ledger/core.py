@@ -1,0 +1,228 @@
+"""The events of the core: pre-flight, compression, recall, memory, the edit core, tools."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these before 3.12
+
+from langgraph_ctx.ledger.parts import Collision, EditNote, EditRecord, Fitted, IOFailed, Usage
+
+
+class UtilizationMeasured(Usage):
+    """``utilization`` as pre-flight records it, before the call."""
+
+    messages_count: int
+    calibration_samples: int  # Provider counts the calibration has learned from.
+    sent_utilization: float  # Utilization of what was finally sent (lower when compression ran).
+
+
+class Utilization(UtilizationMeasured):
+    """``utilization``: pre-flight's measure of a model call, completed after it
+    with what the provider reported (when it did)."""
+
+    actual_input: NotRequired[int]  # Input tokens the provider reported.
+    output_tokens: NotRequired[int]
+    calibration_next: NotRequired[float]  # The calibration the next call starts from.
+    calibration_samples_next: NotRequired[int]
+
+
+class CeilingEnforced(Fitted):
+    """``ceiling_enforced``: a prompt (or the history) was fitted under the limit."""
+
+    scope: Literal["prompt", "history"]
+    """``prompt``: this call's prompt only; ``history``: the history was rewritten."""
+    by: NotRequired[str]  # The middleware that fitted it, when not pre-flight or compression.
+    total_after: NotRequired[int]
+    prompt_limit: NotRequired[int]
+
+
+class CeilingChecked(Fitted):
+    """``ceiling_enforced`` as pre-flight and compression record it."""
+
+    scope: Literal["prompt", "history"]
+    total_after: int
+    prompt_limit: int
+
+
+class CeilingFitBy(Fitted):
+    """``ceiling_enforced`` as a strategy's own fit records it."""
+
+    scope: Literal["prompt", "history"]
+    by: str
+
+
+class ToolPairsRepaired(TypedDict):
+    """``tool_pairs_repaired``: tool calls and results put back in provider order."""
+
+    moved: list[str]  # Results moved right after their call.
+    orphans: list[str]  # Results without a call, turned into assistant notes.
+    placeholders: list[str]  # Calls without a result, given an error-status placeholder.
+
+
+class Eviction(TypedDict):
+    """``eviction``: tools taken out of the bound tool set."""
+
+    evicted: list[str]
+    tokens_freed: int
+    reason: Literal["capacity", "budget"]
+    cache: list[str]  # The tools kept, least recently used first.
+
+
+class CompressionCandidates(TypedDict):
+    """``compression_candidates``: what compression would take at the red line."""
+
+    messages: int
+    tokens: int
+    through: str | None  # Id of the last message it would compress.
+
+
+class ToolResultsCompacted(TypedDict):
+    """``tool_results_compacted``: tool results replaced by digests."""
+
+    ids: list[str]
+    tokens_before: int
+    tokens_after: int
+
+
+class SummarizerFallback(TypedDict):
+    """``summarizer_fallback``: the summarizer failed and the extractive one wrote."""
+
+    reason: str
+
+
+class Compression(TypedDict):
+    """``compression``: older messages replaced by a summary (originals archived)."""
+
+    seq: int  # The summary's number in the thread.
+    messages: int  # Messages it replaced.
+    through: str  # Id of the last message it covers.
+    tokens_before: int  # Raw tokens of what it summarized.
+    tokens_after: int  # Raw tokens of the summary.
+    max_tokens: int  # What the summarizer was asked for.
+    ratio: float
+    entity_retention: float  # Share of the originals' entities the summary kept.
+    meta: bool  # Whether it consolidated earlier summaries too.
+    utilization_after: float
+    path: str  # How it was made (``sync``, ``prepared``, ``ceiling``, ...).
+    prepared: str  # Whether a summary prepared ahead was used, and if not why not.
+
+
+class BudgetUnreachable(TypedDict):
+    """``budget_unreachable``: pinned content alone is over the limit."""
+
+    total: int
+    prompt_limit: int
+    pinned_tokens: int
+    reason: str
+
+
+class RecallSkipped(TypedDict):
+    """``recall_skipped``: recall did not run on this call."""
+
+    reason: str
+    budget: int
+
+
+class RecallScope(TypedDict):
+    """``recall_scope``: memory recall lacks its scope keys (recorded once)."""
+
+    missing: list[str]
+    """The ``config["configurable"]`` keys it needs."""
+    recall: str  # What recall does without them.
+
+
+class Recall(TypedDict):
+    """``recall``: memories and archived messages put back into the prompt."""
+
+    latency_ms: float  # All of recall: store, ranking, selection.
+    store_ms: float
+    mode: Literal["semantic", "lexical"]
+    candidates: int
+    items: int  # Items chosen.
+    archived: int  # Of them, archived messages.
+    warm: bool  # Whether a session summary led the block.
+    budget: int
+    tokens: int  # What the block costs (0 when nothing was recalled).
+    levels: NotRequired[list[str]]
+    keys: NotRequired[list[str]]  # Keys of the memories recalled.
+    ids: NotRequired[list[str]]  # Ids of the archived messages recalled.
+
+
+class RecallTimeout(IOFailed):
+    """``recall_timeout``."""
+
+
+class RecallError(IOFailed):
+    """``recall_error``."""
+
+
+class ObserveTimeout(IOFailed):
+    """``observe_timeout``: writing summaries to memory timed out."""
+
+
+class ObserveError(IOFailed):
+    """``observe_error``."""
+
+
+class RecallOverLimit(TypedDict):
+    """``recall_over_limit``: recall's kept blocks exceed their share; compression makes room."""
+
+    tokens: int
+    limit: int
+
+
+class Observe(TypedDict):
+    """``observe``: new summaries written to memory."""
+
+    keys: list[str]
+    latency_ms: float
+
+
+class ObserveSkipped(TypedDict):
+    """``observe_skipped``: summaries not written to memory."""
+
+    reason: str
+    summaries: int
+
+
+class ArchiveError(TypedDict):
+    """``archive_error``: messages left out could not be archived (kept in the checkpoint)."""
+
+    by: str
+    error: str
+
+
+class EditRejected(EditNote):
+    """``edit_rejected``: the edit core refused an edit; nothing changed."""
+
+    source: str
+    reason: str
+    op: int | None
+    detail: str
+
+
+class EditFailed(TypedDict):
+    """``edit_failed``: archiving the originals failed; nothing changed."""
+
+    source: str
+    reason: str
+    error: str
+
+
+class ArchiveIdCollision(Collision):
+    """``archive_id_collision``: an original archived under another key."""
+
+    source: str
+
+
+class ContextEdit(EditRecord, EditNote):
+    """``context_edit``: an applied edit."""
+
+    source: str
+    tokens_before: int
+    tokens_after: int
+
+
+CeilingRecorded = CeilingChecked | CeilingFitBy
+"""What a recorder passes for ``ceiling_enforced`` (read it as :class:`CeilingEnforced`)."""
