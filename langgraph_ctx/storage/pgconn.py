@@ -64,7 +64,8 @@ def require_driver(field: str = "database_url") -> None:
         raise ConfigurationError(
             field,
             f"a postgresql:// URL needs the 'postgres' extra ({', '.join(missing)} not "
-            'installed): pip install "langgraph-ctx[postgres]"',
+            'installed): pip install ".[postgres]" in a clone of langgraph-ctx (it is not '
+            "on a package index), or langgraph-checkpoint-postgres 'psycopg[binary,pool]'",
         )
 
 
