@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,26 @@ import pytest
 pytest_plugins = ["tests.postgres_fixture"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Marked whole: every test in these directories or files runs sessions end to end.
+SLOW_PATHS = ("tests/conformance/", "tests/bench/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` and ``postgres`` from where a test lives and what it needs, so
+    ``-m "not slow and not postgres and not server"`` is the fast part with no
+    per-test decorators to forget."""
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
+        if where.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
+        fixtures = getattr(item, "fixturenames", ())
+        callspec = getattr(item, "callspec", None)
+        # Tests that pick a backend by parameter (id part "postgres") reach the server
+        # through request.getfixturevalue, which no static fixture list shows.
+        parts = re.split(r"[-_ ,]", callspec.id) if callspec is not None else []
+        if "postgres_url" in fixtures or "postgres" in parts:
+            item.add_marker(pytest.mark.postgres)
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,9 @@ from langgraph_ctx.markers import is_summary
 from langgraph_ctx.storage import PostgresArchive, PostgresEventSink
 from tests.postgres_fixture import fresh_database
 
+# Starts `langgraph dev` in a subprocess: left out of the fast run (see pyproject).
+pytestmark = pytest.mark.server
+
 ROOT = Path(__file__).resolve().parents[1]
 TURNS = 64
 USER = {"configurable": {"user_id": "alice"}}

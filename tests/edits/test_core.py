@@ -269,6 +269,7 @@ def cases(draw: st.DrawFn) -> tuple[list[BaseMessage], list[dict[str, Any]]]:
 
 @settings(max_examples=300, deadline=None)
 @given(cases())
+@pytest.mark.slow
 def test_any_action_keeps_pairs_pinned_and_the_note_or_changes_nothing(
     case: tuple[list[BaseMessage], list[dict[str, Any]]],
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -51,6 +52,7 @@ def whole(messages: list[BaseMessage]) -> bool:
 
 @settings(max_examples=150, deadline=None)
 @given(histories, st.data())
+@pytest.mark.slow
 def test_a_fold_removes_exactly_the_named_blocks_and_nothing_else(
     steps: list[Any], data: st.DataObject
 ) -> None:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ModelRequest, ModelResponse
@@ -57,6 +58,7 @@ def text_of(block: Any) -> str:
     return block["text"] if isinstance(block, dict) else str(block)
 
 
+@pytest.mark.slow
 def test_the_cache_breakpoint_lands_after_the_summaries_and_before_recall() -> None:
     bank = MemoryBank()
     bank.remember(("ana",), MEMORY, level="principle")

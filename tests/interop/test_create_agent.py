@@ -138,6 +138,7 @@ def check_long_session(
     assert sum(e["kind"] == "compression" for e in events) >= 1
 
 
+@pytest.mark.slow
 def test_long_session_compresses_the_agent_state() -> None:
     model = tool_then_answer()
     graph = agent(model, PreflightCheck(), TieredCompression(), window=3_000)
@@ -202,6 +203,7 @@ def test_persistent_update_lands_before_the_answer_or_not_at_all() -> None:
     assert len(utilization(values)) == 1
 
 
+@pytest.mark.slow
 def test_interop_package_does_not_import_langchain() -> None:
     code = "import sys, langgraph_ctx.interop; assert 'langchain.agents' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

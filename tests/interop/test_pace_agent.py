@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -45,6 +46,7 @@ def agent_model(glimpse_at: int | None = None) -> ScriptedChatModel:
     return ScriptedChatModel(default=reply)
 
 
+@pytest.mark.slow
 def test_create_context_agent_runs_pace_with_its_glimpse_tool() -> None:
     model = agent_model(glimpse_at=6)
     agent = one_tool_agent(model, lookup, "pace", 3_000, think=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -79,6 +80,7 @@ class Agent:
         return next((m.text for m in last if m.text.startswith(RECALL_PREFIX)), "")
 
 
+@pytest.mark.slow
 def test_a_fact_compressed_away_5000_turns_earlier_comes_back_when_asked() -> None:
     agent = Agent()
     agent.send([HumanMessage("Start the shipment log.", id="task"), HumanMessage(FACT, id="fact")])
@@ -127,6 +129,7 @@ def test_without_a_user_id_the_archive_is_still_recalled_and_the_ledger_says_why
     assert said == {"missing": ["user_id"], "recall": "archive recall only (thread scope)"}
 
 
+@pytest.mark.slow
 def test_the_best_memory_is_recalled_wherever_it_sits_among_100_000() -> None:
     planted = {
         0: ("The loading dock code is 4471.", "What is the code of the loading dock?"),

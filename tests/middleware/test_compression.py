@@ -166,6 +166,7 @@ def test_compression_is_incremental() -> None:
     del covered
 
 
+@pytest.mark.slow
 def test_meta_summary_consolidates_layers() -> None:
     archive = InMemoryArchive()
     graph, _model, _ = make_graph(archive=archive, max_summary_layers=2)
@@ -182,6 +183,7 @@ def test_meta_summary_consolidates_layers() -> None:
     assert archived_summaries
 
 
+@pytest.mark.slow
 def test_nothing_is_lost_active_plus_archive_equals_everything_added() -> None:
     archive = InMemoryArchive()
     graph, _, _ = make_graph(archive=archive, max_summary_layers=2)
@@ -211,6 +213,7 @@ def assert_no_orphans(messages: list[BaseMessage]) -> None:
     assert calls == results, f"orphan calls {calls - results}, orphan results {results - calls}"
 
 
+@pytest.mark.slow
 def test_pinned_messages_are_never_compressed() -> None:
     graph, model, _ = make_graph()
     config = cfg("pin")
@@ -337,6 +340,7 @@ class CountingSummarizer:
         return self.summarize(messages, previous=previous, max_tokens=max_tokens)
 
 
+@pytest.mark.slow
 def test_summaries_stay_within_their_cap_and_compression_is_not_every_turn() -> None:
     summarizer = CountingSummarizer()
     # Synchronous only: a summary prepared ahead and then outgrown is one more call.

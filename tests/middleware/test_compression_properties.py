@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -60,6 +61,7 @@ def ledger_of(graph: Any, config: Any) -> list[Any]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sessions)
+@pytest.mark.slow
 def test_random_sessions_keep_pairs_whole_and_lose_nothing(steps: list[Any]) -> None:
     archive = InMemoryArchive()
     model = ScriptedChatModel(default="ok", report_usage=False)

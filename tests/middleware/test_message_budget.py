@@ -53,6 +53,7 @@ def test_for_messages_is_a_hard_cap_that_is_never_lent_surplus() -> None:
 
 
 @pytest.mark.parametrize("cap", [1_000, 2_000])
+@pytest.mark.slow
 def test_every_call_stays_within_the_message_budget_on_a_long_session(cap: int) -> None:
     agent, model = graph(Budget.for_messages(cap))
     config: Any = {"configurable": {"thread_id": "t"}}
@@ -111,6 +112,7 @@ class Wordy:
 
 
 @pytest.mark.parametrize("summarizer", [None, Wordy()], ids=["extractive", "overrunning"])
+@pytest.mark.slow
 def test_summaries_fit_what_the_pipeline_counts(summarizer: Any) -> None:
     counter = TokenCounter("o200k_base")  # not the summarizer's own cl100k
     agent, _ = graph(Budget.for_messages(1_200), counter=counter, summarizer=summarizer)
@@ -132,6 +134,7 @@ def test_summaries_fit_what_the_pipeline_counts(summarizer: Any) -> None:
 
 
 @pytest.mark.parametrize("b", [1_000, 2_000])
+@pytest.mark.slow
 def test_messages_and_the_recall_block_stay_within_b_as_the_provider_counts(b: int) -> None:
     # The messages get 3B/4, recall's block B/4, and the prompt limit is B: the
     # block stands among the messages yet is reported as auxiliary. Counted twice

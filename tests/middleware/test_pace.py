@@ -177,6 +177,7 @@ def test_pressure_is_the_larger_of_progress_and_fill_clipped_to_one() -> None:
     ),
     st.integers(0, 3_000),
 )
+@pytest.mark.slow
 def test_fit_keeps_within_budget_and_lowers_the_least_relevant_first(
     rows: list[tuple[int, int, int, float]], budget: int
 ) -> None:
@@ -232,6 +233,7 @@ def walk(levels: np.ndarray, tokens: np.ndarray, weights: np.ndarray, budget: in
     ),
     st.integers(0, 4_000),
 )
+@pytest.mark.slow
 def test_fit_makes_the_choices_of_the_step_by_step_walk(
     rows: list[tuple[list[int], int, int, float]], budget: int
 ) -> None:
@@ -313,6 +315,7 @@ def test_the_tokens_reported_are_those_of_the_messages_sent() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 10_000), st.text(max_size=60)), min_size=1, max_size=8))
+@pytest.mark.slow
 def test_a_condensed_message_costs_the_sum_of_its_lines(rows: list[tuple[int, str]]) -> None:
     # Why the sum is exact: each line ends with its newline and starts with a step id,
     # and tiktoken never joins a newline with the word after it. Any text in between.
@@ -368,6 +371,7 @@ def test_a_failing_scorer_weighs_every_step_alike_and_the_call_goes_on() -> None
     assert agent.calls[-1].messages[-1].id == "u3"
 
 
+@pytest.mark.slow
 def test_resume_restores_keys_and_summaries_from_the_checkpoint(tmp_path: Any) -> None:
     conn = sqlite3.connect(tmp_path / "pace.sqlite", check_same_thread=False)
     saver = SqliteSaver(conn)
@@ -452,6 +456,7 @@ def test_step_source_resolves_ids_and_leaves_other_references_to_the_next_source
 # -- the default scorer ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_default_scorer_is_minilm_when_the_extra_is_installed() -> None:
     from langgraph_ctx.retrieval.embeddings import minilm_available
     from langgraph_ctx.strategies import default_scorer
@@ -485,6 +490,7 @@ async def test_pace_runs_under_ainvoke_with_the_same_result() -> None:
     assert "u0" in ids and "u2" not in ids  # the flight turn in full, the museum one not
 
 
+@pytest.mark.slow
 def test_the_assembled_prompt_stays_within_the_budget_when_steps_are_left_out() -> None:
     # Found at turn 2,025 of the long-horizon run: with steps left out the block's title
     # gains a line the estimate did not hold, the prompt came out a few tokens over the

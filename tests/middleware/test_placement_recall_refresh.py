@@ -110,6 +110,7 @@ def _reports_match(model: ScriptedChatModel, events: list[dict[str, Any]]) -> li
 
 
 @pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.slow
 def test_the_kept_block_is_byte_identical_until_a_compression_replaces_it(processes: int) -> None:
     """Also when two processes take the thread's turns in turn (the block is checkpointed)."""
     model, events, state = run("compression", turns=60, processes=processes)
@@ -207,6 +208,7 @@ def _recall_lines(call: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.slow
 def test_delta_keeps_earlier_blocks_byte_identical_and_adds_only_new_lines(processes: int) -> None:
     """Also when two processes take the thread's turns in turn: each reads the blocks
     kept from the checkpoint, so neither sends other bytes for an earlier turn."""
@@ -233,6 +235,7 @@ def test_delta_keeps_earlier_blocks_byte_identical_and_adds_only_new_lines(proce
         assert RECALL_PREFIX not in call.messages[0].text
 
 
+@pytest.mark.slow
 def test_delta_past_the_recall_limit_a_turn_adds_its_best_line_alone_and_the_report_is_exact() -> (
     None
 ):
@@ -253,6 +256,7 @@ def test_delta_past_the_recall_limit_a_turn_adds_its_best_line_alone_and_the_rep
 
 
 @pytest.mark.parametrize("per_turn", [0.025, 0.3, None])
+@pytest.mark.slow
 def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float | None) -> None:
     """``None`` (the default): a turn adds its call's block whole (what it has not
     shown yet), which recall fitted to the room the prompt leaves."""
@@ -287,6 +291,7 @@ def test_delta_adds_a_turns_best_new_lines_within_its_share(per_turn: float | No
         _reports_match(model, events)  # and no call passed the red line
 
 
+@pytest.mark.slow
 def test_a_compression_keeps_the_prefix_up_to_the_new_summary() -> None:
     model, events, _ = run("delta", turns=60)
     leads = [call.messages[0].text for call in model.calls]
@@ -359,6 +364,7 @@ def test_without_a_session_key_delta_keeps_the_blocks_in_the_process() -> None:
         assert _rendered(now)[: len(before.messages)] == _rendered(before)
 
 
+@pytest.mark.slow
 def test_the_stable_signature_is_the_same_in_every_process() -> None:
     """It keys what the checkpoint keeps, which another process reads back: no
     per-process salt (``hash`` of a string has one)."""
@@ -374,6 +380,7 @@ def test_the_stable_signature_is_the_same_in_every_process() -> None:
 
 
 @pytest.mark.parametrize("modes", ["delta+call", "compression+delta", "delta+compression+call"])
+@pytest.mark.slow
 def test_a_changed_recall_refresh_gives_up_what_the_other_kept(modes: str) -> None:
     """Processes with different settings take the thread's turns in turn (a redeploy
     changed it): what one kept and the next does not send is no longer counted, so
@@ -387,6 +394,7 @@ def test_a_changed_recall_refresh_gives_up_what_the_other_kept(modes: str) -> No
 
 
 @pytest.mark.parametrize("refresh", ["delta", "compression"])
+@pytest.mark.slow
 def test_two_processes_send_what_one_would(refresh: str) -> None:
     """Each call, whichever process serves it, measures and sends exactly what one
     process serving every call does: pre-flight counts the kept blocks as the last

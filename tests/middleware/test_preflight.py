@@ -155,6 +155,7 @@ def test_async_path_writes_the_same_report() -> None:
     assert seen[0].used["messages"] == COUNTER.count_message(HumanMessage("hi"))
 
 
+@pytest.mark.slow
 def test_long_session_recounts_nothing_old() -> None:
     model = ScriptedChatModel(default="ok")
     builder = StateGraph(ContextState)
@@ -187,6 +188,7 @@ def test_calibration_compares_the_provider_with_what_was_sent() -> None:
     assert all(0.97 <= r <= 1.03 for r in ratios), ratios  # dipped to 0.91 before the fix
 
 
+@pytest.mark.slow
 async def test_streamed_events_are_the_checkpointed_ledger_entries() -> None:
     from langgraph_ctx import TieredCompression
 

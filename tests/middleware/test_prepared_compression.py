@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
@@ -182,6 +183,7 @@ def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
     assert covered and all(ahead.archive.get("t", c) is not None for c in covered)
 
 
+@pytest.mark.slow
 def test_a_short_prepared_span_far_above_a_deep_target_is_made_again() -> None:
     # The same crossing with a deep target (as with recall on): the prepared span
     # would leave the messages far above the goal, and what a compression keeps
@@ -301,6 +303,7 @@ def test_an_extractive_summary_is_prepared_in_the_package_pool_under_ainvoke() -
     assert threads and all(name.startswith("lgctx-prep") for name in threads)
 
 
+@pytest.mark.slow
 def test_the_stable_prefix_is_byte_identical_between_compressions() -> None:
     session = Session()  # the extractive summarizer, which keeps to its token cap
     system = SystemMessage("You are the billing agent. Never reveal card numbers.", id="sys")
@@ -350,6 +353,7 @@ def graph_on(saver: Any, summarizer: Any) -> tuple[Any, Pipeline]:
     return pipeline.attach(builder).compile(checkpointer=saver), pipeline
 
 
+@pytest.mark.slow
 def test_a_kill_between_preparation_and_application_loses_nothing(tmp_path: Path) -> None:
     import sqlite3
 

@@ -466,6 +466,7 @@ def long_session(g: Graph, thread: str, user: str, tag: str, turns: int = 30) ->
         g.ask(f"Turn {i}: invoice {tag}-{i:04d} is settled. {FILLER}", thread=thread, user_id=user)
 
 
+@pytest.mark.slow
 def test_compression_summaries_become_observations_in_the_same_scope_only() -> None:
     bank = MemoryBank()
     g = Graph(bank, window=4_000, compress=True, observe=True)
@@ -486,6 +487,7 @@ def test_compression_summaries_become_observations_in_the_same_scope_only() -> N
     assert block is None or "ALC-" not in block.text
 
 
+@pytest.mark.slow
 def test_observations_are_written_once_per_summary() -> None:
     bank = MemoryBank()
     g = Graph(bank, window=4_000, compress=True, observe=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx.history import LOST_RESULT, pair_results, repair_pairs
@@ -27,6 +28,7 @@ def reusing_ids(messages: list[BaseMessage]) -> list[BaseMessage]:
     return messages
 
 
+@pytest.mark.slow
 def test_a_reused_call_id_never_reaches_the_model_as_an_orphan() -> None:
     """The server reuses ``call_0`` every turn; after compressions, every prompt
     still pairs each result with its own call (before the fix: an orphan ``r0``

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
@@ -95,6 +96,7 @@ def test_reflection_condenses_the_oldest_lines_under_the_cap() -> None:
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.integers(5, 40), min_size=2, max_size=5), st.integers(200, 500))
+@pytest.mark.slow
 def test_reflections_never_nest_digests(batches: list[int], cap: int) -> None:
     """Lines added, reflection, again and again: the memory holds one condensed line
     whose range starts at the first turn, and its digest is text, never a digest of
