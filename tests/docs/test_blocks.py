@@ -27,8 +27,8 @@ OTHER_LANGS = {"bash", "sh", "console", "text", "json", "toml", "yaml", "ini", "
 
 
 def test_every_code_block_is_run_or_is_not_python() -> None:
-    """A block the runner would skip fails here: one fenced ``py`` or with no
-    language, one indented under a list item, one fenced ``text`` that is Python."""
+    """A block the runner would skip fails here: one fenced ``py`` or ``python3``,
+    one indented under a list item, Python fenced as ``text`` or with no language."""
     uncovered = []
     for page in pages():
         for block in blocks(page):
@@ -36,11 +36,11 @@ def test_every_code_block_is_run_or_is_not_python() -> None:
                 if block.indent:  # the runner reads it, but Markdown renders it oddly
                     uncovered.append(f"{block.where}: indented python fence")
                 continue
-            if block.lang not in OTHER_LANGS:
+            if block.lang and block.lang not in OTHER_LANGS:
                 uncovered.append(f"{block.where}: fence language {block.lang!r}")
                 continue
-            if block.lang == "text" and _looks_like_python(block.code):
-                uncovered.append(f"{block.where}: Python fenced as text")
+            if block.lang in ("", "text") and _looks_like_python(block.code):
+                uncovered.append(f"{block.where}: Python fenced as {block.lang or 'no language'}")
     assert not uncovered, "blocks the runner does not cover:\n" + "\n".join(uncovered)
 
 
@@ -98,18 +98,20 @@ def test_the_server_clients_loop_skips_the_runs_metadata_part(
 
     from langgraph_sdk.schema import StreamPart
 
-    (code,) = [b.code for b in python_blocks() if "def drive(" in b.code]
-    parts = [
-        StreamPart("metadata", {"run_id": "r1", "attempt": 1}),
-        StreamPart("custom", {"langgraph_ctx": {"kind": "utilization"}}),
-        StreamPart("custom", {"langgraph_ctx": {"kind": "recall"}}),
-    ]
-    client = SimpleNamespace(
-        threads=SimpleNamespace(create=lambda: {"thread_id": "t1"}),
-        runs=SimpleNamespace(stream=lambda *args, **kwargs: iter(parts)),
-    )
-    namespace: dict[str, object] = {}
-    exec(code, namespace)
-    namespace["get_sync_client"] = lambda url: client
-    namespace["drive"]()  # type: ignore[operator]
-    assert capsys.readouterr().out.split() == ["utilization", "recall"]
+    drives = [b.code for b in python_blocks() if "def drive(" in b.code]
+    assert drives, "the server page's drive() block is gone"
+    for code in drives:
+        parts = [
+            StreamPart("metadata", {"run_id": "r1", "attempt": 1}),
+            StreamPart("custom", {"langgraph_ctx": {"kind": "utilization"}}),
+            StreamPart("custom", {"langgraph_ctx": {"kind": "recall"}}),
+        ]
+        client = SimpleNamespace(
+            threads=SimpleNamespace(create=lambda: {"thread_id": "t1"}),
+            runs=SimpleNamespace(stream=lambda *args, parts=parts, **kwargs: iter(parts)),
+        )
+        namespace: dict[str, object] = {}
+        exec(code, namespace)
+        namespace["get_sync_client"] = lambda url, client=client: client
+        namespace["drive"]()  # type: ignore[operator]
+        assert capsys.readouterr().out.split() == ["utilization", "recall"]
