@@ -59,6 +59,7 @@ from langgraph_ctx import (
 )
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import BudgetExceededError
+from langgraph_ctx.ledger import ArcReflection, event_data
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies import OfflineArcManager, Reflection, UpdateRequest
 from langgraph_ctx.strategies.arc_signals import signature
@@ -330,8 +331,8 @@ def reflections_at(ledger: Sequence[Any]) -> list[tuple[int, list[str]]]:
     for entry in ledger:
         if entry["kind"] == "utilization":
             calls += 1
-        elif entry["kind"] == "arc_reflection":
-            out.append((calls, list(entry["data"]["triggers"])))
+        elif (reflected := event_data(entry, ArcReflection)) is not None:
+            out.append((calls, list(reflected["triggers"])))
     return out
 
 

@@ -53,6 +53,7 @@ from harness.realdata import bfcl_sessions, data_dir, tau_sessions
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from recall import postgres_server
 
+from langgraph_ctx.ledger import Recall, event_data
 from langgraph_ctx.retrieval import maxscore
 from langgraph_ctx.retrieval.index import query_terms, split_words
 from langgraph_ctx.retrieval.memory import MemoryBank
@@ -548,8 +549,9 @@ def recall_rows(
         found = 0
         for k, (fact, question) in enumerate([*planted, *((q, q) for q in qs)]):
             out = graph.invoke({"messages": [HumanMessage(question, id=f"q{k}")]}, config)
-            event = next(e for e in reversed(out["context_ledger"]) if e["kind"] == "recall")
-            ms.append(event["data"]["latency_ms"])
+            ledger = reversed(out["context_ledger"])
+            event = next(r for e in ledger if (r := event_data(e, Recall)) is not None)
+            ms.append(event["latency_ms"])
             block = next((m.text for m in model.calls[-1].messages if "[Recalled" in m.text), "")
             found += k < len(planted) and fact in block
         p = ms[: len(planted)]

@@ -26,6 +26,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import Budget
 from langgraph_ctx.agent.prebuilt import create_context_agent
 from langgraph_ctx.agent.subagents import SubAgents, SubAgentSpec
+from langgraph_ctx.ledger import Compression, Delegation, Utilization, event_data
 from langgraph_ctx.testing import ScriptedChatModel, generate_session
 
 TASKS = 12
@@ -117,16 +118,15 @@ def run(delegate: bool) -> dict[str, Any]:
         update = {"messages": [HumanMessage(f"Task {i}: vendor-{i} audit")]}
         for chunk in agent.stream(update, config, stream_mode="custom"):
             event = chunk["langgraph_ctx"]
-            if event["kind"] == "utilization":
-                measured.append(event["data"]["utilization"])
-                sent.append(event["data"]["utilization"])
-            elif event["kind"] == "compression":
+            if (use := event_data(event, Utilization)) is not None:
+                measured.append(use["utilization"])
+                sent.append(use["utilization"])
+            elif (run := event_data(event, Compression)) is not None:
                 compressions += 1
-                sent[-1] = event["data"]["utilization_after"]
+                sent[-1] = run["utilization_after"]
         ledger = agent.get_state(config).values["context_ledger"]
-        delegations += [
-            e["data"] for e in ledger if e["kind"] == "delegation" and e["data"] not in delegations
-        ]
+        runs = [d for e in ledger if (d := event_data(e, Delegation)) is not None]
+        delegations += [d for d in runs if d not in delegations]
     return {
         "measured": measured,
         "sent": sent,

@@ -36,6 +36,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import StateGraph
 
 from langgraph_ctx import Budget
+from langgraph_ctx.ledger import Compression, event_data
 from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.state import ContextState
@@ -94,10 +95,10 @@ class Replay:
         self.reply = reply
         self.graph.invoke({"messages": inputs}, self.config)
         ledger = self.graph.get_state(self.config).values.get("context_ledger", [])
-        compressions = [e for e in ledger if e["kind"] == "compression"]
-        seq = max((e["data"]["seq"] for e in compressions), default=0)
-        last = compressions[-1]["data"] if compressions else {}
-        path = f"{last.get('path')}: {last.get('prepared')}" if seq > self.seen else ""
+        compressions = [c for e in ledger if (c := event_data(e, Compression)) is not None]
+        seq = max((c["seq"] for c in compressions), default=0)
+        last = compressions[-1] if compressions else None
+        path = f"{last['path']}: {last['prepared']}" if last and seq > self.seen else ""
         cpu, own = self.pipeline.samples[-1]
         self.calls.append((own, seq > self.seen, path, cpu, own + hot_path._node_cpu[1]))
         self.seen = seq

@@ -32,6 +32,7 @@ from prompt_cache import BASE_PER_MTOK, CACHE_READ, CACHE_WRITE, PrefixMeter
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.cli.demo import workload_tools
+from langgraph_ctx.ledger import PaceContext, event_data
 from langgraph_ctx.middleware import PredictiveExtraction
 from langgraph_ctx.middleware import pace as pace_middleware
 from langgraph_ctx.strategies import LexicalScorer, PaceSettings
@@ -88,9 +89,10 @@ def run(workload: Workload, window: int, headroom: float) -> list[str]:
             if e["seq"] < seen:
                 continue
             seen = e["seq"] + 1
-            if e["kind"] == "pace_context" and e["data"]["full"] < e["data"]["scored"]:
-                held += bool(e["data"].get("held"))
-                selected += not e["data"].get("held")
+            pace = event_data(e, PaceContext)
+            if pace is not None and pace["full"] < pace["scored"]:
+                held += bool(pace.get("held"))
+                selected += not pace.get("held")
     per_call = total / calls
     uncached = (total - cached) / calls
     cost = (CACHE_WRITE * uncached + CACHE_READ * (per_call - uncached)) * BASE_PER_MTOK / 1000
