@@ -306,7 +306,7 @@ class MemoryRecall(RoomFiller):
         # Nor the think node's [plan] traces: the agent's own past reasoning, not what
         # the user or a tool said. A hypothesis that restated an earlier budget line
         # matched every trace that did, and eight of them filled the block.
-        hits = [h for h in hits if True or not (is_note(h.message) and not is_working_note(h.message))]
+        hits = [h for h in hits if not (is_note(h.message) and not is_working_note(h.message))]
         items = _ranked(memories, hits, r.query, self.archive_hits, self.snippet_tokens, ctx)
         lines, chosen, raw = select(warm, items, r.budget, ctx)
         picked_memories = [x for x in chosen if isinstance(x, Memory)]
@@ -479,7 +479,8 @@ def _asked(human: BaseMessage) -> str:
     ("tokens", "fold", "steps") are no part of the question, and searched with it
     they ranked every archived message that held them above the question's answer."""
     content = human.content
-    if isinstance(content, list) and len(content) > 1 and (human.additional_kwargs.get(KEY) or {}).get(PER_CALL_TAIL):
+    marks = human.additional_kwargs.get(KEY) or {}
+    if isinstance(content, list) and len(content) > 1 and marks.get(PER_CALL_TAIL):
         return str(human.model_copy(update={"content": content[:-1]}).text)
     return str(human.text)
 

@@ -322,3 +322,44 @@ def test_the_answer_is_found_among_hundreds_of_passages_that_name_the_thing_aske
     agent.send([HumanMessage(question, id="q")])
     block = agent.recalled().splitlines()
     assert "archived orders;" in block[1] and "INV-2025-0417" in block[1]
+
+
+def test_the_agents_plan_traces_give_way_to_the_original() -> None:
+    """The think node's [plan] traces are the agent's own reasoning, not what the user
+    or a tool said; a hypothesis restating BACM's budget line matched every one of
+    them, and they filled the block (BACM with recall, issue 31)."""
+    agent = Agent(budget=Budget.for_window(16_000), archive_hits=2)
+    traces = [
+        AIMessage(
+            f"[plan] respond: the vault code for the Lisbon office ({i})",
+            id=f"plan-{i}",
+            name="think",
+            additional_kwargs={KEY: {"note": True}},
+        )
+        for i in range(6)
+    ]
+    original = HumanMessage(f"By the way, for the books: {FACT}", id="fact")
+    agent.archive.put("t", [original, *traces], reason="test")
+    agent.send([HumanMessage("Start.", id="task"), HumanMessage(QUESTION, id="q")])
+    block = agent.recalled()
+    assert "archived fact;" in block, block
+    assert "plan-" not in block, block
+
+
+def test_the_question_is_searched_without_the_budget_line_bacm_adds_to_it() -> None:
+    """BACM appends its budget line to the last user message for this call only
+    (PER_CALL_TAIL); searched with the question, its words ("tokens", "fold", "steps")
+    matched whatever archived message held them."""
+    from langgraph_ctx.markers import PER_CALL_TAIL
+    from langgraph_ctx.middleware.recall import query_of
+    from langgraph_ctx.pipeline import View
+
+    line = "[Context budget: used 4,731 of 6,625 tokens. Call fold(commit_ids, merged).]"
+    asked = HumanMessage(
+        [{"type": "text", "text": QUESTION}, {"type": "text", "text": line}],
+        id="q",
+        additional_kwargs={KEY: {PER_CALL_TAIL: True}},
+    )
+    assert query_of(View({"messages": [asked]})) == QUESTION
+    unmarked = asked.model_copy(update={"additional_kwargs": {}})
+    assert "fold" in query_of(View({"messages": [unmarked]}))  # only the marked block goes

@@ -518,3 +518,22 @@ def test_the_assembled_prompt_stays_within_the_budget_when_steps_are_left_out() 
             assert data["tokens_after"] == sent <= data["budget"], f"turn {i}"
             omitted += bool(data["omitted"])
     assert omitted > 20  # the case this test is about
+
+
+def test_recalls_kept_blocks_leave_the_steps_their_room() -> None:
+    """Recall's blocks kept from earlier turns (reserved, counted as system) give way at
+    placement when the prompt would pass the red line with them, and recall refills the
+    room the steps leave. Counted as PACE's fixed cost, they took the steps' room and
+    every step was condensed further with recall on than off (issue 31)."""
+    budgets = []
+    for reserved in (0, 8_000):  # past the room the messages allocation leaves
+        graph, _, _ = make(window=16_000)
+        kept = {"placement.recall_shown": reserved} if reserved else {}
+        for i, topic in enumerate(TOPICS * 2):
+            head = [HumanMessage("Plan my trip.", id="task")] if i == 0 else []
+            update: dict[str, Any] = {"messages": [*head, turn(i, topic)]}
+            if i == 0:
+                update["session"] = {"reserved": kept}
+            graph.invoke(update, cfg())
+        budgets.append(last_ledger(graph)["budget"])
+    assert budgets[1] == budgets[0], budgets
