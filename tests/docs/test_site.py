@@ -38,8 +38,10 @@ def test_mkdocs_build_strict_passes_offline(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     # The API reference is rendered from the docstrings, not left as a ::: line.
-    reference = (site / "reference" / "agent" / "index.html").read_text(encoding="utf-8")
-    assert "create_context_agent" in reference and ":::" not in reference
+    for page, name in [("agent", "create_context_agent"), ("interop", "ContextMiddleware")]:
+        reference = (site / "reference" / page / "index.html").read_text(encoding="utf-8")
+        assert f'id="{name}"' in reference or f'.{name}"' in reference, (page, name)
+        assert ":::" not in reference
     for page in (ROOT / "docs").rglob("*.md"):
         built = site / page.relative_to(ROOT / "docs").with_suffix("")
         html = built / "index.html" if built.name != "index" else built.with_suffix(".html")
