@@ -6,8 +6,8 @@ import grimp
 
 # Bottom first, as the storage package's docstring lists them.
 LAYERS = [
-    {"_redact", "_versions", "hits", "_fts", "delta_cache"},
-    {"urls", "pgconn", "_passages"},
+    {"_redact", "_versions", "hits", "_fts", "delta_cache", "retention"},
+    {"urls", "pgconn", "_passages", "retaining"},
     {"_sqlite_migrations", "_pg_migrations"},
     {"_base", "migrations", "_pgsearch"},
     {"archive", "events", "locks", "_pgtable"},

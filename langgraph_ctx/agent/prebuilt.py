@@ -61,6 +61,8 @@ from langgraph_ctx.state import ContextState, DeltaContextState
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
+from langgraph_ctx.storage.retaining import retention_of, with_retention
+from langgraph_ctx.storage.retention import KeepCheckpoints, check_keep
 from langgraph_ctx.storage.stores import memory_archive_of, stores_beside
 from langgraph_ctx.storage.urls import parse_url
 from langgraph_ctx.strategies import StepSource
@@ -182,6 +184,7 @@ def create_context_agent(
     tools: Sequence[BaseTool] = (),
     *,
     checkpointer: BaseCheckpointSaver[Any] | str | None = None,
+    keep_checkpoints: KeepCheckpoints = "default",
     **options: Unpack[AgentOptions],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """Build and compile a context-managed agent.
@@ -196,6 +199,15 @@ def create_context_agent(
             :func:`~langgraph_ctx.storage.checkpointers.checkpointer_from_url`
             (``"memory://"``, ``"sqlite:///path"``, ``"postgresql://..."``:
             migrated first). Default: in memory.
+        keep_checkpoints: the latest checkpoints each thread keeps
+            (:mod:`~langgraph_ctx.storage.retention`): a number, or ``None`` /
+            ``"all"`` for every one. ``"default"``: for a URL, what
+            :func:`~langgraph_ctx.storage.checkpointers.checkpointer_from_url` keeps
+            (10 on SQLite, all on PostgreSQL); a saver you pass keeps what it
+            kept (every checkpoint, unless it came from ``checkpointer_from_url``).
+            A number with a ``SqliteSaver`` or ``PostgresSaver`` of yours prunes
+            through a twin of it (same connection); with an in-memory saver it is
+            a :class:`~langgraph_ctx.errors.ConfigurationError`.
         **options: see :class:`AgentOptions`.
 
     The archive and the event log live in the checkpointer's database by default
@@ -222,15 +234,21 @@ def create_context_agent(
             agent = create_context_agent(model, tools, checkpointer=saver)
     """
     _check_all(model, options)  # a bad option touches no database
+    keep = check_keep(keep_checkpoints)
     with ExitStack() as opened:  # closed at once if building or compiling fails
         saver: BaseCheckpointSaver[Any]
         if isinstance(checkpointer, str):
             db = parse_url(checkpointer, field="checkpointer")  # names the setting if bad
-            saver = opened.enter_context(checkpointer_from_url(db.url))
+            saver = opened.enter_context(checkpointer_from_url(db.url, keep_checkpoints=keep))
         else:
             saver = checkpointer if checkpointer is not None else InMemorySaver()
+            if keep != "default" and keep is not None:
+                saver = with_retention(saver, keep)
         options = _with_stores(options, saver, opened)
         builder = build_context_agent(model, tools, **options)
+        retention = retention_of(saver)
+        if retention is not None:  # full copies of its delta channels may replace ancestors
+            retention.learn(builder.channels)
         graph = builder.compile(checkpointer=_cached(builder, saver))
         owned = opened.pop_all()
     weakref.finalize(graph, owned.close)  # at collection or exit; never holds the graph

@@ -22,8 +22,10 @@ The modules form layers; each imports only from layers below its own, so
 there is no import cycle, not even through a function-level import
 (``tests/test_storage_layers.py`` checks it):
 
-1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``, ``delta_cache``;
-2. ``urls``, ``pgconn`` (PostgreSQL connections), ``_passages``;
+1. ``_redact``, ``_versions`` (what a migration is), ``hits``, ``_fts``, ``delta_cache``,
+   ``retention`` (which checkpoints a thread keeps);
+2. ``urls``, ``pgconn`` (PostgreSQL connections), ``_passages``, ``retaining`` (the
+   savers that prune);
 3. ``_sqlite_migrations``, ``_pg_migrations`` (each dialect's runner);
 4. ``_base`` (what stores share), ``migrations``, ``_pgsearch``;
 5. ``archive``, ``events``, ``locks``, ``_pgtable``;

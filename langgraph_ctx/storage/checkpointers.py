@@ -55,6 +55,8 @@ from langgraph_ctx.storage import pgconn
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
 from langgraph_ctx.storage.migrations import migrate
 from langgraph_ctx.storage.postgres import PostgresArchive
+from langgraph_ctx.storage.retaining import with_retention
+from langgraph_ctx.storage.retention import KeepCheckpoints, check_keep, resolve_keep
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 
 __all__ = [
@@ -82,7 +84,11 @@ def opened_from(saver: object) -> str | None:
 
 @contextmanager
 def checkpointer_from_url(
-    url: str | None = None, *, setup: bool = True, max_connections: int = 10
+    url: str | None = None,
+    *,
+    setup: bool = True,
+    max_connections: int = 10,
+    keep_checkpoints: KeepCheckpoints = "default",
 ) -> Iterator[BaseCheckpointSaver[Any]]:
     """A LangGraph checkpointer for ``url``, closed on exit.
 
@@ -90,8 +96,15 @@ def checkpointer_from_url(
         url: see the module docs; ``None`` for the embedded SQLite default.
         setup: apply migrations (ours and LangGraph's) first.
         max_connections: the PostgreSQL pool's size.
+        keep_checkpoints: the latest checkpoints each thread keeps
+            (:mod:`~langgraph_ctx.storage.retention`): a number, ``None`` or
+            ``"all"`` for every one, ``"default"`` for
+            :data:`~langgraph_ctx.storage.retention.DEFAULT_KEEP` on SQLite and
+            all on PostgreSQL. ``memory://`` keeps all.
     """
+    keep = check_keep(keep_checkpoints)
     db = _prepare(url, setup)
+    keep = resolve_keep(keep, db.kind)
     if db.kind == "memory":
         yield InMemorySaver()
     elif db.kind == "sqlite":
@@ -100,7 +113,7 @@ def checkpointer_from_url(
         # check_same_thread=False: SqliteSaver serializes access with its own lock.
         conn = sqlite3.connect(db.path, check_same_thread=False)
         try:
-            yield SqliteSaver(conn)
+            yield with_retention(SqliteSaver(conn), keep)
         finally:
             conn.close()
     else:
@@ -108,17 +121,23 @@ def checkpointer_from_url(
 
         pool = pgconn.open_pool(db.url, max_size=max_connections)
         try:
-            yield PostgresSaver(pool)
+            yield with_retention(PostgresSaver(pool), keep)
         finally:
             pool.close()
 
 
 @asynccontextmanager
 async def async_checkpointer_from_url(
-    url: str | None = None, *, setup: bool = True, max_connections: int = 10
+    url: str | None = None,
+    *,
+    setup: bool = True,
+    max_connections: int = 10,
+    keep_checkpoints: KeepCheckpoints = "default",
 ) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """The async twin of :func:`checkpointer_from_url`, for ``ainvoke`` and ``astream``."""
+    keep = check_keep(keep_checkpoints)
     db = await asyncio.to_thread(_prepare, url, setup)
+    keep = resolve_keep(keep, db.kind)
     if db.kind == "memory":
         yield InMemorySaver()
     elif db.kind == "sqlite":
@@ -127,7 +146,7 @@ async def async_checkpointer_from_url(
 
         conn = await aiosqlite.connect(db.path)
         try:
-            saver = AsyncSqliteSaver(conn)
+            saver = with_retention(AsyncSqliteSaver(conn), keep)
             _URLS[saver] = db.url
             yield saver
         finally:
@@ -137,7 +156,7 @@ async def async_checkpointer_from_url(
 
         pool = await pgconn.open_async_pool(db.url, max_size=max_connections)
         try:
-            async_saver = AsyncPostgresSaver(pool)
+            async_saver = with_retention(AsyncPostgresSaver(pool), keep)
             _URLS[async_saver] = db.url
             yield async_saver
         finally:
