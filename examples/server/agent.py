@@ -2,7 +2,7 @@
 
 Serve it: ``cd examples/server && langgraph dev --no-browser`` (``pip install
 "langgraph-cli[inmem]"``), then drive it with ``langgraph-sdk`` (as
-``tests/test_server_example.py`` does; the README's "Serve on LangGraph Server").
+``tests/test_server_example.py`` does; see docs/server.md).
 
 The server imports this module and runs ``graph`` with its own checkpointer and
 store, so the graph is compiled with neither:

@@ -95,6 +95,6 @@ if __name__ == "__main__":
     graph = build(db, markers, block=sys.argv[3] == "block")
     # "sync": each step is on disk before the next starts. Under LangGraph's default
     # ("async") the parent's delegating step can still be unwritten when the child's
-    # tools run, so a kill there loses it (seen under load); the README says so.
+    # tools run, so a kill there loses it (seen under load); docs/persistence.md says so.
     turn = {"messages": [HumanMessage("Please reconcile ACC-1.")]}
     graph.invoke(turn, CONFIG, durability="sync")
