@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.docs.blocks import ROOT, pages
 
 # [text](target) and ![alt](target), outside code; the target up to a space or ")".
@@ -26,6 +28,7 @@ def _without_network() -> list[str]:
     return []
 
 
+@pytest.mark.slow  # a whole site build, API reference included
 def test_mkdocs_build_strict_passes_offline(tmp_path: Path) -> None:
     site = tmp_path / "site"
     result = subprocess.run(
