@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.postgres_fixture"]
+pytest_plugins = ["tests.postgres_fixture", "tests.ledger_check"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

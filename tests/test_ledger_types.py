@@ -5,7 +5,8 @@ Three checks, each able to fail on its own:
 - every event the default agent records, under each strategy with think, recall
   and a sub-agent, is of a kind :data:`EVENT_TYPES` has, carries no field its
   type does not declare, and has every required field with the declared value
-  type (pydantic, strict);
+  type (pydantic, strict: ``tests/ledger_check.py``, which also checks what every
+  other test records);
 - ``CallContext.record`` has one overload per kind, taking that kind's type (or a
   recorded form of it with no field the type lacks): mypy checks recorders
   through them;
@@ -17,6 +18,7 @@ Three checks, each able to fail on its own:
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import typing
 from collections.abc import Sequence
@@ -25,7 +27,6 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from pydantic import TypeAdapter, ValidationError
 
 import langgraph_ctx
 from langgraph_ctx import Budget, ledger
@@ -35,26 +36,11 @@ from langgraph_ctx.pipeline import recording
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
+from tests.ledger_check import mismatch
 from tests.test_combinations import asked, child_spec, config, lookup, question
 
 STRATEGIES = ("tiered", "adacom", "arc", "bacm", "pace")
 TURNS = 8
-
-
-def mismatch(entry: LedgerEntry | dict[str, Any]) -> str | None:
-    """Why ``entry`` does not match its kind's type, or ``None``."""
-    kind, data = entry["kind"], entry["data"]
-    if kind not in EVENT_TYPES:
-        return f"kind {kind!r} has no type in langgraph_ctx.ledger.EVENT_TYPES"
-    typed = EVENT_TYPES[kind]
-    undeclared = set(data) - typed.__required_keys__ - typed.__optional_keys__
-    if undeclared:
-        return f"{kind}: fields {sorted(undeclared)} not declared by {typed.__name__}"
-    try:
-        TypeAdapter(typed).validate_python(data, strict=True)
-    except ValidationError as exc:
-        return f"{kind}: {exc}"
-    return None
 
 
 class Collect:
@@ -157,7 +143,7 @@ def _overloads() -> dict[str, Any]:
     """Each overload of ``CallContext.record``: its kind and its data type."""
     found: dict[str, Any] = {}
     names = vars(recording)
-    for fn in typing.get_overloads(recording.Recording.record):
+    for fn in typing.get_overloads(inspect.unwrap(recording.Recording.record)):
         hints = typing.get_type_hints(fn, globalns=names)
         kinds = typing.get_args(hints["kind"])
         if kinds:  # the last one, for users' own kinds, takes any str
