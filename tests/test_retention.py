@@ -259,3 +259,50 @@ def test_an_in_memory_saver_cannot_prune() -> None:
     model = ScriptedChatModel(default=lambda m: AIMessage("ok"))
     with pytest.raises(ConfigurationError, match=r"keep_checkpoints.*InMemorySaver"):
         create_context_agent(model, keep_checkpoints=3, think=False)
+
+
+def test_a_sub_agent_calls_namespace_goes_with_its_root_checkpoint(url: str) -> None:
+    """Each delegation runs the child graph in a namespace of its own (``tools:<task>``),
+    kept to N like the root while the root checkpoint it started from is kept."""
+    from langchain_core.messages import ToolMessage
+
+    from langgraph_ctx.agent import SubAgents, SubAgentSpec
+    from tests.test_subagents import get_rates
+
+    def parent(msgs: list[Any]) -> AIMessage:
+        if isinstance(msgs[-1], ToolMessage):
+            return AIMessage("done")
+        n = sum(1 for m in msgs if m.type == "human")
+        call = {"name": "delegate", "id": f"d{n}", "args": {"agent": "rates", "task": f"{n}"}}
+        return AIMessage("", tool_calls=[call])
+
+    def child(msgs: list[Any]) -> AIMessage:
+        if isinstance(msgs[-1], ToolMessage):
+            return AIMessage("3.2 USD/kg")
+        return AIMessage("", tool_calls=[{"name": "get_rates", "args": {"route": "R"}, "id": "k"}])
+
+    rates = SubAgentSpec(
+        name="rates",
+        description="rates specialist",
+        system_prompt="You are the rates specialist.",
+        model=ScriptedChatModel(default=child, report_usage=False),
+        kind="tool",
+        tools=[get_rates],
+    )
+    graph = create_context_agent(
+        ScriptedChatModel(default=parent, report_usage=False),
+        [SubAgents([rates]).tool()],
+        always_include=["delegate"],
+        think=False,
+        checkpointer=url,
+        keep_checkpoints=3,
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    for i in range(6):
+        graph.invoke({"messages": [HumanMessage(f"turn {i}")]}, config)
+        kept = counts(url)
+        calls = [ns for ns in kept if ns.startswith("tools:")]
+        assert kept[""] == 3 and len(calls) == 1 and kept[calls[0]] <= 3, kept
+    answers = [m.text for m in graph.get_state(config).values["messages"] if m.type == "tool"]
+    assert len(answers) == 6 and all("3.2 USD/kg" in a for a in answers)
+    assert orphans(url) == []

@@ -12,10 +12,16 @@ and delete the rest right after each checkpoint is saved:
   lost);
 - a delta channel (``DeltaContextState``'s ``messages``, ``pace_chunks``)
   stores in most checkpoints only what a step added, and is rebuilt by walking
-  parent checkpoints back to the last full copy. A kept checkpoint therefore
-  also keeps the ancestors its delta channels are rebuilt from (up to the last
-  full copy, :data:`~langgraph_ctx.state.SNAPSHOT_EVERY` updates at most): more
-  than ``keep`` rows, but never a kept checkpoint that silently rebuilds empty;
+  parent checkpoints back to the last full copy: deleting those ancestors makes
+  it rebuild empty, with no error. A kept checkpoint therefore also keeps the
+  ancestors its delta channels are rebuilt from. Where the channels' reducers
+  are known (:meth:`Retention.learn`; ``create_context_agent`` tells its saver),
+  once those ancestors outnumber ``keep``, a full copy of each channel is
+  written into the oldest kept checkpoint, as LangGraph's own snapshot would
+  be, and the ancestors go: at most ``2 * keep`` rows, and one full copy every
+  ``keep`` saves at most. Where they are not known (a graph of one's own on
+  these savers) the ancestors stay until LangGraph's next snapshot
+  (:data:`~langgraph_ctx.state.SNAPSHOT_EVERY` updates of the channel);
 - a sub-agent call's namespace (``name:<task id>``) goes once the root
   checkpoint it started from is gone; other namespaces keep their latest
   ``keep``;
