@@ -26,22 +26,47 @@ HERE = Path(__file__).resolve().parent
 OTHER_LANGS = {"bash", "sh", "console", "text", "json", "toml", "yaml", "ini", "sql"}
 
 
-def test_every_code_block_is_run_or_is_not_python() -> None:
-    """A block the runner would skip fails here: one fenced ``py`` or ``python3``,
-    one indented under a list item, Python fenced as ``text`` or with no language."""
-    uncovered = []
-    for page in pages():
+def uncovered(paths: list[Path]) -> list[str]:
+    """The blocks of these pages the runner would skip: one fenced ``py`` or
+    ``python3``, one indented under a list item, Python fenced as ``text`` or with
+    no language."""
+    found = []
+    for page in paths:
         for block in blocks(page):
             if block.lang == "python":
-                if block.indent:  # the runner reads it, but Markdown renders it oddly
-                    uncovered.append(f"{block.where}: indented python fence")
+                if block.indent:  # Markdown renders it inside the list, oddly
+                    found.append(f"{block.where}: indented python fence")
                 continue
             if block.lang and block.lang not in OTHER_LANGS:
-                uncovered.append(f"{block.where}: fence language {block.lang!r}")
+                found.append(f"{block.where}: fence language {block.lang!r}")
                 continue
             if block.lang in ("", "text") and _looks_like_python(block.code):
-                uncovered.append(f"{block.where}: Python fenced as {block.lang or 'no language'}")
-    assert not uncovered, "blocks the runner does not cover:\n" + "\n".join(uncovered)
+                found.append(f"{block.where}: Python fenced as {block.lang or 'no language'}")
+    return found
+
+
+def test_every_code_block_is_run_or_is_not_python() -> None:
+    missed = uncovered(pages())
+    assert not missed, "blocks the runner does not cover:\n" + "\n".join(missed)
+
+
+def test_a_block_the_runner_would_skip_is_reported(tmp_path: Path) -> None:
+    page = tmp_path / "probe.md"
+    page.write_text(
+        "# probe\n\n"
+        "```py\nimport os\n```\n\n"
+        "- a list item:\n\n  ```python\n  import os\n  ```\n\n"
+        "```\nfrom os import path\n```\n\n"
+        "```text\nlanggraph_ctx/\n  agent/\n```\n\n"
+        "```python\nimport os\n```\n",
+        encoding="utf-8",
+    )
+    missed = uncovered([page])
+    assert [m.split(": ", 1)[1] for m in missed] == [
+        "fence language 'py'",
+        "indented python fence",
+        "Python fenced as no language",
+    ]
 
 
 def _looks_like_python(code: str) -> bool:
