@@ -12,20 +12,29 @@ class Usage(TypedDict):
 
     used: dict[str, int]
     """Tokens by component (``system``, ``tools``, ``messages``, ``auxiliary``, ...)."""
-    allocation: dict[str, int]  # Each component's share of the budget, in tokens.
-    total: int  # The prompt's tokens, all components.
-    window: int  # The model's context window.
-    utilization: float  # ``total / window``, 4 decimals.
-    zone: str  # ``green``, ``yellow`` or ``red``: where ``total`` is against the budget's lines.
-    calibration: float  # The ratio applied to raw counts (provider tokens per counted token).
+    allocation: dict[str, int]
+    """Each component's share of the budget, in tokens."""
+    total: int
+    """The prompt's tokens, all components."""
+    window: int
+    """The model's context window."""
+    utilization: float
+    """``total / window``, 4 decimals."""
+    zone: str
+    """``green``, ``yellow`` or ``red``: where ``total`` is against the budget's lines."""
+    calibration: float
+    """The ratio applied to raw counts (provider tokens per counted token)."""
 
 
 class Fitted(TypedDict):
     """What fitting messages into a limit did (``Fitted.as_dict()``)."""
 
-    ids: list[str]  # Tool results reduced (compacted again, then cut).
-    cut: list[str]  # Those of them cut with a marker.
-    omitted: list[str]  # Messages left out of this prompt (still in the history).
+    ids: list[str]
+    """Tool results reduced (compacted again, then cut)."""
+    cut: list[str]
+    """Those of them cut with a marker."""
+    omitted: list[str]
+    """Messages left out of this prompt (still in the history)."""
     tokens_before: int
     tokens_after: int
 
@@ -33,27 +42,38 @@ class Fitted(TypedDict):
 class Budget(TypedDict):
     """BACM's budget line (``BudgetState.as_dict()``): pre-flight's counts, calibrated."""
 
-    used: int  # Prompt tokens without the pending observation.
-    pending: int  # Tokens of the observation the agent has not seen yet.
-    limit: int  # The red line.
-    remaining: int  # ``limit - used``.
+    used: int
+    """Prompt tokens without the pending observation."""
+    pending: int
+    """Tokens of the observation the agent has not seen yet."""
+    limit: int
+    """The red line."""
+    remaining: int
+    """``limit - used``."""
 
 
 class Failure(TypedDict):
     """A model-backed call that failed (``consult``'s second result)."""
 
-    reason: str  # ``timeout`` or ``error``.
-    error: str  # The exception, as ``Type: message``.
+    reason: str
+    """``timeout`` or ``error``."""
+    error: str
+    """The exception, as ``Type: message``."""
 
 
 class EditNote(TypedDict, total=False):
     """What a strategy adds to its edits' entries (``context_edit``, ``edit_rejected``)."""
 
-    round: int  # AdaCoM: the manager's round in this session.
-    triggers: list[str]  # AdaCoM, ARC's reflection: what triggered the call.
-    manager_seconds: float  # AdaCoM: how long the manager took.
-    arc: str  # ARC: ``update`` or ``reflection``.
-    turn: int  # ARC: the turn the memory was folded at.
+    round: int
+    """AdaCoM: the manager's round in this session."""
+    triggers: list[str]
+    """AdaCoM, ARC's reflection: what triggered the call."""
+    manager_seconds: float
+    """AdaCoM: how long the manager took."""
+    arc: str
+    """ARC: ``update`` or ``reflection``."""
+    turn: int
+    """ARC: the turn the memory was folded at."""
     memory: dict[str, Any]
     """ARC: the memory message that grew (``grew``, ``into``, ``tokens_added``)."""
 
@@ -61,31 +81,41 @@ class EditNote(TypedDict, total=False):
 class EditOperation(TypedDict):
     """One operation of an applied edit."""
 
-    kind: str  # ``delete``, ``replace``, ``insert``, ...
-    ids: list[str]  # The messages it named.
-    widened: list[str]  # Messages added so no tool call is split from its result.
+    kind: str
+    """``delete``, ``replace``, ``insert``, ..."""
+    ids: list[str]
+    """The messages it named."""
+    widened: list[str]
+    """Messages added so no tool call is split from its result."""
     role: str | None
-    rationale: str  # Why, in the strategy's words.
-    new_id: str | None  # The message it wrote, if any.
+    rationale: str
+    """Why, in the strategy's words."""
+    new_id: str | None
+    """The message it wrote, if any."""
 
 
 class EditRecord(TypedDict):
     """An applied edit (``EditPlan.ledger()``)."""
 
     operations: list[EditOperation]
-    removed: list[str]  # Ids of the messages it removed (archived first).
+    removed: list[str]
+    """Ids of the messages it removed (archived first)."""
 
 
 class IOFailed(TypedDict):
     """A memory call that timed out or failed; the call went on without it."""
 
     latency_ms: float
-    timeout_s: float | None  # The timeout it ran under.
-    error: NotRequired[str]  # The exception (``*_error`` kinds only).
+    timeout_s: float | None
+    """The timeout it ran under."""
+    error: NotRequired[str]
+    """The exception (``*_error`` kinds only)."""
 
 
 class Collision(TypedDict):
     """An original archived under another key, its id's being taken by other content."""
 
-    id: str  # The message's id.
-    archived_as: str  # The key it was archived under (``<id>~<n>``).
+    id: str
+    """The message's id."""
+    archived_as: str
+    """The key it was archived under (``<id>~<n>``)."""
