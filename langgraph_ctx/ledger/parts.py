@@ -8,22 +8,17 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these bef
 
 
 class Usage(TypedDict):
-    """A usage report (``UsageReport.as_dict()``): tokens by component."""
+    """A usage report as ``UsageReport.as_dict()`` writes it: the fields of
+    :class:`~langgraph_ctx.budget.UsageReport`, which documents them (components
+    by name, ratios to 4 decimals)."""
 
     used: dict[str, int]
-    """Tokens by component (``system``, ``tools``, ``messages``, ``auxiliary``, ...)."""
     allocation: dict[str, int]
-    """Each component's share of the budget, in tokens."""
     total: int
-    """The prompt's tokens, all components."""
     window: int
-    """The model's context window."""
     utilization: float
-    """``total / window``, 4 decimals."""
     zone: str
-    """``green``, ``yellow`` or ``red``: where ``total`` is against the budget's lines."""
     calibration: float
-    """The ratio applied to raw counts (provider tokens per counted token)."""
 
 
 class Fitted(TypedDict):
