@@ -23,7 +23,12 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+)
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage.retention import (
@@ -37,7 +42,6 @@ from langgraph_ctx.storage.retention import (
     arun,
     chunks,
     run,
-    thread_of,
 )
 
 __all__ = ["retention_of", "with_retention"]
@@ -98,14 +102,22 @@ class _SyncPruning:
     _lgctx_retention: Retention
     _lgctx_backend: str
 
-    def put(self, config: RunnableConfig, *args: Any, **kw: Any) -> RunnableConfig:
-        saved: RunnableConfig = super().put(config, *args, **kw)  # type: ignore[misc]
-        thread_id = thread_of(config)
-        if thread_id is not None:
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved: RunnableConfig = super().put(  # type: ignore[misc]
+            config, checkpoint, metadata, new_versions
+        )
+        steps = self._lgctx_retention.after_put(config, checkpoint, metadata)
+        if steps is not None:
             try:
-                run(self._lgctx_retention.plan(thread_id), self._lgctx_do)
+                run(steps, self._lgctx_do)
             except Exception:
-                logger.warning("pruning thread %r's checkpoints failed", thread_id, exc_info=True)
+                logger.warning("pruning checkpoints after %s failed", saved, exc_info=True)
         return saved
 
     def _lgctx_do(self, op: Op) -> Any:
@@ -146,14 +158,22 @@ class _AsyncPruning:
     _lgctx_retention: Retention
     _lgctx_backend: str
 
-    async def aput(self, config: RunnableConfig, *args: Any, **kw: Any) -> RunnableConfig:
-        saved: RunnableConfig = await super().aput(config, *args, **kw)  # type: ignore[misc]
-        thread_id = thread_of(config)
-        if thread_id is not None:
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        saved: RunnableConfig = await super().aput(  # type: ignore[misc]
+            config, checkpoint, metadata, new_versions
+        )
+        steps = self._lgctx_retention.after_put(config, checkpoint, metadata)
+        if steps is not None:
             try:
-                await arun(self._lgctx_retention.plan(thread_id), self._lgctx_do)
+                await arun(steps, self._lgctx_do)
             except Exception:
-                logger.warning("pruning thread %r's checkpoints failed", thread_id, exc_info=True)
+                logger.warning("pruning checkpoints after %s failed", saved, exc_info=True)
         return saved
 
     async def _lgctx_do(self, op: Op) -> Any:

@@ -49,7 +49,7 @@ from typing import Any, Literal, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from langgraph_ctx.errors import ConfigurationError
@@ -155,28 +155,42 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
 
 
 def _delta_needs(tup: CheckpointTuple) -> set[str]:
+    return delta_needs(tup.checkpoint, tup.metadata)
+
+
+def delta_needs(checkpoint: Checkpoint, metadata: Mapping[str, Any] | None) -> set[str]:
     """Delta channels this checkpoint rebuilds from its ancestors: a graph's delta
     channels are the keys of ``counters_since_delta_snapshot``; one stored here (a
     full copy) or never written (no version) needs no ancestor."""
-    counters = (tup.metadata or {}).get("counters_since_delta_snapshot") or {}
-    values = tup.checkpoint["channel_values"]
-    versions = tup.checkpoint["channel_versions"]
+    counters = (metadata or {}).get("counters_since_delta_snapshot") or {}
+    values = checkpoint["channel_values"]
+    versions = checkpoint["channel_versions"]
     return {ch for ch in counters if ch in versions and ch not in values}
 
 
+Saved = tuple[set[str], str | None]
+"""What a put already knew of the checkpoint it saved: its :func:`delta_needs` and its
+parent's id. Saves reading back the checkpoint just written (a whole history under
+``add_messages``) to learn it."""
+
+
 def _chain(
-    thread_id: str, ns: str, start: str, chains: Chains
+    thread_id: str, ns: str, start: str, chains: Chains, saved: Saved | None = None
 ) -> Generator[Op, Any, frozenset[str]]:
     """The ancestors ``start``'s delta channels are rebuilt from (as LangGraph's
     walk does: each parent's writes, until a full copy or the channel's first
     version). Stops at an ancestor whose own chain is known: what ``start`` still
     needs there is a part of what that one needs."""
-    tup = yield Read(_config(thread_id, ns, start))
-    if tup is None:
-        return frozenset()
-    remaining = _delta_needs(tup)
+    cursor: RunnableConfig | None
+    if saved is not None:
+        remaining, parent_id = saved
+        cursor = None if parent_id is None else _config(thread_id, ns, parent_id)
+    else:
+        tup = yield Read(_config(thread_id, ns, start))
+        if tup is None:
+            return frozenset()
+        remaining, cursor = _delta_needs(tup), tup.parent_config
     found: set[str] = set()
-    cursor = tup.parent_config
     while remaining and cursor is not None:
         parent = str(cursor["configurable"].get("checkpoint_id"))
         found.add(parent)
@@ -217,13 +231,18 @@ def _snapshot(
 
 
 def _needed(
-    thread_id: str, ns: str, kept: list[str], chains: Chains
+    thread_id: str,
+    ns: str,
+    kept: list[str],
+    chains: Chains,
+    saved: Mapping[tuple[str, str], Saved] | None = None,
 ) -> Generator[Op, Any, set[str]]:
     """``kept`` and the ancestors their delta channels need."""
     needed = set(kept)
     for checkpoint_id in reversed(kept):  # oldest first: newer walks stop at it
         if checkpoint_id not in chains:
-            chains[checkpoint_id] = yield from _chain(thread_id, ns, checkpoint_id, chains)
+            known = (saved or {}).get((ns, checkpoint_id))
+            chains[checkpoint_id] = yield from _chain(thread_id, ns, checkpoint_id, chains, known)
         needed |= chains[checkpoint_id]
     return needed
 
@@ -233,6 +252,7 @@ def plan(
     keep: int,
     cached: dict[str, Chains],
     specs: Mapping[str, DeltaChannel[Any]] | None = None,
+    saved: Mapping[tuple[str, str], Saved] | None = None,
 ) -> Plan:
     """Prune one thread to its latest ``keep`` checkpoints per namespace (module doc).
 
@@ -258,7 +278,7 @@ def plan(
         if len(ids) <= keep:
             continue
         chains = cached.setdefault(ns, {})
-        needed = yield from _needed(thread_id, ns, ids[:keep], chains)
+        needed = yield from _needed(thread_id, ns, ids[:keep], chains, saved)
         # A copy costs the channel's whole value, so it is written only once the
         # ancestors kept for it outnumber the checkpoints kept: every ``keep`` saves
         # at most, and the rows stay under twice ``keep``.
@@ -302,18 +322,28 @@ class Retention:
                 else:
                     self._specs[name] = spec
 
-    def plan(self, thread_id: str) -> Plan:
+    def after_put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: Mapping[str, Any]
+    ) -> Plan | None:
+        """The prune to run once ``checkpoint`` is committed (``None``: no thread)."""
+        conf = config.get("configurable") or {}
+        if conf.get("thread_id") is None:
+            return None
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        parent = conf.get("checkpoint_id")
+        saved = {
+            (ns, str(checkpoint["id"])): (
+                delta_needs(checkpoint, metadata),
+                None if parent is None else str(parent),
+            )
+        }
         with self._lock:
             cached = self._cached.pop(thread_id, {})
             self._cached[thread_id] = cached
             while len(self._cached) > CACHED_THREADS:
                 self._cached.popitem(last=False)
             specs = dict(self._specs)
-        return plan(thread_id, self.keep, cached, specs)
-
-    def forget(self) -> None:
-        with self._lock:
-            self._cached.clear()
+        return plan(thread_id, self.keep, cached, specs, saved)
 
 
 def run(steps: Plan, do: Callable[[Op], Any]) -> None:
@@ -334,11 +364,6 @@ async def arun(steps: Plan, do: Callable[[Op], Awaitable[Any]]) -> None:
             op = steps.send(await do(op))
     except StopIteration:
         pass
-
-
-def thread_of(config: RunnableConfig) -> str | None:
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    return None if thread_id is None else str(thread_id)
 
 
 def chunks(ids: Sequence[str]) -> list[Sequence[str]]:
