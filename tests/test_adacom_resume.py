@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from tests.adacom_worker import THREAD, TURNS, drive, run_killed, session, turn
@@ -20,6 +21,7 @@ def shape(messages: list[Any]) -> list[tuple[str, str]]:
     return [(m.type, m.text) for m in messages]
 
 
+@pytest.mark.slow
 def test_sigkill_mid_edit_resumes_with_nothing_lost(tmp_path: Path) -> None:
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()

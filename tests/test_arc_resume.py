@@ -24,6 +24,7 @@ def shape(messages: list[Any]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("kill", [["--kill-in-update", "5"], ["--kill-after", "4"]])
+@pytest.mark.slow
 def test_sigkill_mid_update_resumes_with_nothing_lost(tmp_path: Path, kill: list[str]) -> None:
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()

@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_ctx.edits import is_edited
@@ -28,6 +29,7 @@ def sent_ids(upto: int) -> set[str]:
     return {f"t{i}-user" for i in range(upto)} | {f"ai-{i}-call" for i in range(upto)}
 
 
+@pytest.mark.slow
 def test_sigkill_between_fold_and_observation_resumes_with_nothing_lost(tmp_path: Path) -> None:
     killed_dir, clean_dir = tmp_path / "killed", tmp_path / "clean"
     killed_dir.mkdir()

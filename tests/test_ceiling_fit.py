@@ -4,6 +4,7 @@ asked to free."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
@@ -19,6 +20,7 @@ COUNTER = TokenCounter()
 
 @settings(max_examples=60, deadline=None)
 @given(histories(), st.integers(1, 6_000), st.booleans(), st.booleans())
+@pytest.mark.slow
 def test_a_fitted_prompt_keeps_pairs_and_pinned_and_frees_what_it_says(
     history: list[BaseMessage], over: int, history_only: bool, memo: bool
 ) -> None:

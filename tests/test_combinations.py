@@ -125,6 +125,7 @@ def run_turns(agent: Any, model: ScriptedChatModel, *, think: bool) -> list[dict
 
 @pytest.mark.parametrize("think", [False, True])
 @pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.slow
 def test_sub_agents_under_each_strategy(strategy: str, think: bool) -> None:
     # Every other turn delegates (the child's result, capped, enters the parent's
     # history as a tool result), every other one reads a long record itself, so that
@@ -155,6 +156,7 @@ def test_sub_agents_under_each_strategy(strategy: str, think: bool) -> None:
     assert answers["delegate"] >= TURNS // 2 and answers["lookup"] >= TURNS // 2
 
 
+@pytest.mark.slow
 def test_bacm_with_think_folds_and_answers_every_turn() -> None:
     model = agent_model("lookup")
     agent = one_tool_agent(model, lookup, "bacm", 4_000, think=True)
@@ -162,6 +164,7 @@ def test_bacm_with_think_folds_and_answers_every_turn() -> None:
     assert acted("bacm", ledger)
 
 
+@pytest.mark.slow
 def test_arc_with_recall_reflects_and_recalls_what_it_folded() -> None:
     model = agent_model("lookup")
     agent = one_tool_agent(model, lookup, "arc", 4_000, recall=True, think=False)
@@ -171,6 +174,7 @@ def test_arc_with_recall_reflects_and_recalls_what_it_folded() -> None:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.slow
 def test_a_child_under_each_strategy_reads_more_than_its_window_and_reports(
     strategy: str,
 ) -> None:

@@ -179,6 +179,7 @@ def own_server() -> Iterator[Any]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_a_server_restart_mid_session_is_survived(own_server: Any) -> None:
     url = own_server.get_uri()
     migrate(url)

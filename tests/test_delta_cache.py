@@ -105,6 +105,7 @@ EXAMPLES = iter(range(10**9))
     st.lists(st.tuples(OPERATIONS, st.booleans()), min_size=1, max_size=12),
     st.integers(0, 30),
 )
+@pytest.mark.slow
 def test_every_read_equals_the_savers_own(
     sqlite_saver: SqliteSaver, ops: list[tuple[tuple[str, int], bool]], back: int
 ) -> None:
@@ -187,6 +188,7 @@ class CountingSaver(SqliteSaver):
         return super().get_delta_channel_history(config=config, channels=channels)
 
 
+@pytest.mark.slow
 def test_a_pace_invoke_reads_keys_and_encodes_only_the_new_turn(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "pace.sqlite", check_same_thread=False)
     saver, scorer = CountingSaver(conn), CountingScorer()

@@ -11,6 +11,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -68,6 +69,7 @@ def shape(messages: Sequence[BaseMessage]) -> list[tuple[str | None, str]]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(operation(), max_size=14), st.lists(st.integers(0, 14), max_size=4))
+@pytest.mark.slow
 def test_delta_messages_is_add_messages_whatever_the_batching(
     ops: list[Any], cuts: list[int]
 ) -> None:
@@ -108,6 +110,7 @@ def stored(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+@pytest.mark.slow
 def test_pace_checkpoints_what_a_step_added_not_the_history(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "c.sqlite", check_same_thread=False)
     graph = pace_graph(DeltaContextState, conn)
@@ -134,6 +137,7 @@ def test_pace_checkpoints_what_a_step_added_not_the_history(tmp_path: Path) -> N
 # -- rewriting strategies on DeltaContextState ------------------------------------------
 
 
+@pytest.mark.slow
 def test_compression_rewrites_a_delta_history_and_a_new_process_reads_the_same(
     tmp_path: Path,
 ) -> None:

@@ -13,6 +13,7 @@ from langgraph_ctx.cli._render import sparkline
 from langgraph_ctx.cli.demo import ProgressBar, format_report, run_demo
 
 
+@pytest.mark.slow
 def test_demo_stays_under_the_red_line_and_compresses(tmp_path: Path) -> None:
     shown: list[tuple[float, str]] = []
     report = run_demo(
@@ -34,6 +35,7 @@ def test_demo_stays_under_the_red_line_and_compresses(tmp_path: Path) -> None:
     assert "red" not in {zone for _, zone in shown}
 
 
+@pytest.mark.slow
 def test_demo_resumes_the_same_thread(tmp_path: Path) -> None:
     db = tmp_path / "demo.sqlite"
     first = run_demo(turns=30, db=db, thread_id="t", stop_after=12)
@@ -44,6 +46,7 @@ def test_demo_resumes_the_same_thread(tmp_path: Path) -> None:
     assert other.resumed_at == 0
 
 
+@pytest.mark.slow
 def test_cli_demo_writes_report_and_plot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

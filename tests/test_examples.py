@@ -26,6 +26,7 @@ def test_example_runs(path: Path, postgres_db: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_stategraph_example_compresses_and_stays_in_budget() -> None:
     module = runpy.run_path(str(EXAMPLES[0].parent / "add_to_stategraph.py"))
     outcome = module["main"]()

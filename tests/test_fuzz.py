@@ -15,6 +15,7 @@ from tests.fuzz_sessions import FUZZED, NO_STRATEGY, provider_rejects, run_sessi
 @pytest.mark.parametrize("strategy", FUZZED)
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(4, 10))
+@pytest.mark.slow
 def test_random_sessions_keep_every_invariant_at_every_call(
     strategy: str, seed: int, steps: int
 ) -> None:

@@ -56,6 +56,7 @@ operations = st.lists(
     limit=st.integers(1, 6),
     high=st.sampled_from([1.0, 1.5, 3.0]),
 )
+@pytest.mark.slow
 def test_search_is_bm25s_exact_top_k_after_any_writes(
     ops: list[tuple[str, int, str, str]], query: str, limit: int, high: float
 ) -> None:
@@ -110,6 +111,7 @@ def test_within_ranks_only_docs_holding_every_word_by_the_other_words(
     assert not found or scores[0] == pytest.approx(best)
 
 
+@pytest.mark.slow
 def test_a_doc_with_the_rare_term_is_first_when_the_common_terms_pass_the_budget() -> None:
     # Common words in far more docs than a search walks; the answer holds the rare one.
     index = LexicalIndex()
@@ -222,6 +224,7 @@ class Engine:
     limit=st.integers(1, 5),
     budget=st.sampled_from([None, 2, 10]),
 )
+@pytest.mark.slow
 def test_rounds_give_the_exact_top_k_unless_the_budget_cut_them(
     docs: list[str], query: str, limit: int, budget: int | None
 ) -> None:

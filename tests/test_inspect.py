@@ -130,6 +130,7 @@ def test_inspect_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "cannot connect" in err[1] and ":pw@" not in err[1]
 
 
+@pytest.mark.slow
 def test_inspect_the_sqlite_demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "demo.sqlite"
     report = run_demo(turns=30, db=db, window=8_000, thread_id="d")

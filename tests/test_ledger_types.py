@@ -108,6 +108,7 @@ def run(strategy: str) -> list[LedgerEntry]:
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.slow
 def test_every_event_recorded_matches_its_type(strategy: str) -> None:
     entries = run(strategy)
     kinds = {e["kind"] for e in entries}
@@ -222,6 +223,7 @@ def recorders() -> list[tuple[str, ast.expr, ast.expr, ast.AST]]:
     return calls
 
 
+@pytest.mark.slow
 def test_every_recorder_passes_a_typed_value() -> None:
     calls = recorders()
     assert len(calls) >= 40  # all of them found, not a path gone wrong

@@ -153,6 +153,7 @@ def _step(step: tuple[str, int], n: int, users: list[str]) -> list[BaseMessage]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps)
+@pytest.mark.slow
 def test_random_sessions_keep_every_given_message_verbatim(session: list[Any]) -> None:
     archive = InMemoryArchive()
     graph, _, _ = make_graph(window=3_000, archive=archive)
@@ -223,6 +224,7 @@ def test_a_pinned_small_result_lets_its_huge_sibling_be_cut() -> None:
     st.integers(0, 3),
     st.floats(0.05, 1.0),
 )
+@pytest.mark.slow
 def test_the_ceiling_frees_from_a_pinned_exchange_what_it_frees_unpinned(
     sizes: list[int], which: int, share: float
 ) -> None:

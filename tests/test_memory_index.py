@@ -34,6 +34,7 @@ PLANTED = {
 }
 
 
+@pytest.mark.slow
 def test_the_best_match_is_found_wherever_it_sits_among_100_000_memories() -> None:
     # The 1st, the 5,000th, the 50,000th and the newest: the old lexical search ranked
     # only the first 2,000 of a scope, so three of these were never found.

@@ -249,6 +249,7 @@ def records(topic: str) -> str:
     return f"Records on {topic}:{fact} {filler}"
 
 
+@pytest.mark.slow
 def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: str) -> None:
     # PACE never archives (nothing leaves the history); with recall on, its steps are
     # what recall searches. A fact read in turn 0, condensed away by turn 12, comes

@@ -60,6 +60,7 @@ def never_killed(url: str) -> tuple[list[Any], dict[str, Any]]:
         return at_kill, graph.get_state(CONFIG).values
 
 
+@pytest.mark.slow
 def test_a_killed_pace_session_resumes_exactly(urls: tuple[str, str]) -> None:
     killed_url, clean_url = urls
     clean_at_kill, clean = never_killed(clean_url)
@@ -94,6 +95,7 @@ WARM = 20
 """Turns this process runs before another process takes the thread over."""
 
 
+@pytest.mark.slow
 def test_a_warm_read_cache_sees_another_process_write_then_die(urls: tuple[str, str]) -> None:
     # This process holds the thread's history in its DeltaReadCache; another process
     # continues the thread (snapshots and all) and is killed mid-turn; this process

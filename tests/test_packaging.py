@@ -5,11 +5,14 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from langgraph_ctx.storage.migrations import load_migrations
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_the_package_and_its_migrations_only(built_wheel: Path) -> None:
     names = zipfile.ZipFile(built_wheel).namelist()
     code = [n for n in names if ".dist-info/" not in n]

@@ -121,6 +121,7 @@ def small_agent(checkpointer: Any, strategy: str = "tiered", **options: Any) -> 
         ("postgres", "bacm"),
     ],
 )
+@pytest.mark.slow
 def test_a_restart_changes_nothing_recall_glimpse_or_original_return(
     backend: str, strategy: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -149,6 +150,7 @@ def test_a_restart_changes_nothing_recall_glimpse_or_original_return(
 
 
 @pytest.mark.parametrize("strategy", ["tiered", "adacom", "arc", "bacm"])
+@pytest.mark.slow
 def test_each_strategy_archives_into_the_checkpointers_database(strategy: str, url: str) -> None:
     agent = small_agent(url, strategy, recall=True)
     drive(agent, 14)
@@ -244,6 +246,7 @@ def test_inspect_reads_the_ledger_when_the_table_never_heard_of_the_thread(url: 
     assert "events from checkpoint ledger" in format_inspection(seen)
 
 
+@pytest.mark.slow
 def test_inspect_reads_the_event_table_of_a_default_session(url: str) -> None:
     agent = small_agent(url)
     drive(agent, 30)

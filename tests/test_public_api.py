@@ -34,6 +34,7 @@ def test_subpackages_export_what_they_define() -> None:
             assert inspect.getmodule(obj).__name__.startswith(name)
 
 
+@pytest.mark.slow
 def test_core_imports_without_optional_extras() -> None:
     # The core must not import postgres, plotting or embedding packages.
     code = (
@@ -54,6 +55,7 @@ def test_version_is_the_installed_distributions() -> None:
     assert len(langgraph_ctx.__all__) == 63
 
 
+@pytest.mark.slow
 def test_version_without_installed_metadata_says_unknown() -> None:
     # A source tree on sys.path that was never installed: a clear placeholder, no crash.
     code = (

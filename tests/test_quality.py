@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,16 +17,19 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_ruff_is_clean() -> None:
     result = run("ruff", "check", ".")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_package_passes_strict_mypy() -> None:
     result = run("mypy")  # [tool.mypy] in pyproject: strict, the package only
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_imports_keep_to_the_layers() -> None:
     # [tool.importlinter] in pyproject: cli > agent, interop > middleware > ... > errors,
     # and no import cycle inside any package. A cycle or an upward import fails here.
@@ -58,6 +62,7 @@ def private_imports_across_packages() -> list[str]:
     return offenders
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_packages_private_module() -> None:
     # A package's private modules are its own, so that it can change them freely: one
     # used by another package becomes public instead. Checked here, not in
@@ -66,6 +71,7 @@ def test_no_module_imports_another_packages_private_module() -> None:
     assert offenders == [], "\n".join(offenders)
 
 
+@pytest.mark.slow
 def test_no_import_of_langgraph_internals() -> None:
     # langgraph._internal changes without notice between releases: public API only.
     offenders = [

@@ -115,6 +115,7 @@ def _question_block(call: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("window", [2_048, 4_096])
+@pytest.mark.slow
 def test_recall_at_a_small_window_reaches_its_target_and_shows_the_archived_facts(
     window: int,
 ) -> None:
@@ -130,6 +131,7 @@ def test_recall_at_a_small_window_reaches_its_target_and_shows_the_archived_fact
     assert kept(asked) >= max(kept(off) + 1, 0.7 * len(asked))
 
 
+@pytest.mark.slow
 def test_recall_on_keeps_at_least_what_recall_off_keeps_at_8k() -> None:
     on, _, _ = session(Budget.for_window(8_192), recall=True, turns=80, seed=1)
     off, _, _ = session(Budget.for_window(8_192), recall=False, turns=80, seed=1)
@@ -137,6 +139,7 @@ def test_recall_on_keeps_at_least_what_recall_off_keeps_at_8k() -> None:
 
 
 @pytest.mark.parametrize("window", [4_096])
+@pytest.mark.slow
 def test_strategy_none_with_recall_keeps_at_least_what_it_keeps_without(window: int) -> None:
     """``strategy="none"``: the history fills the room on every call, so recall had
     nothing archived to find, and its glimpse tool's schema pushed one more old
@@ -157,6 +160,7 @@ def asked_blocks(asked: list[tuple[str, Any]]) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_for_messages_bounds_the_messages_and_recall_together() -> None:
     """``Budget.for_messages(B)``: what the model receives of the conversation, recall
     included, stays within B (it used to get recall's 20,000-token share on top)."""
@@ -184,6 +188,7 @@ def test_a_model_whose_window_is_unknown_is_refused_unless_one_is_given() -> Non
         create_context_agent(unknown, window=0)
 
 
+@pytest.mark.slow
 def test_the_window_given_is_the_one_the_prompt_keeps_to() -> None:
     """An 8K model's prompt stays within 8K, where the guessed 128K window let it grow
     past 100K."""

@@ -184,6 +184,7 @@ def test_a_driver_message_echoing_the_password_is_scrubbed() -> None:
     assert "k3y!x" not in str(error)
 
 
+@pytest.mark.slow
 def test_without_psycopg_nothing_password_like_is_echoed() -> None:
     # psycopg is the optional postgres extra: the fallback must hide every form too.
     code = f"""

@@ -97,6 +97,7 @@ def expected(turns: range) -> set[str]:
     return {f"{kind}{i}" for i in turns for kind in ("u", "call-", "a")}
 
 
+@pytest.mark.slow
 def test_a_thread_keeps_its_latest_n_checkpoints_over_30_turns(url: str) -> None:
     graph = agent(url, "tiered", "4", None)
     config = {"configurable": {"thread_id": "t"}}
@@ -141,6 +142,7 @@ def test_keep_all_keeps_every_checkpoint(tmp_path: Path) -> None:
     conn.close()
 
 
+@pytest.mark.slow
 def test_a_delta_state_rebuilds_every_message_after_pruning(url: str, tmp_path: Path) -> None:
     """PACE's DeltaContextState stores a step's new messages, rebuilt from the last full
     copy: the kept checkpoints hold one, and a new graph reads every message back."""
@@ -196,6 +198,7 @@ def spawn(url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("strategy", ["tiered", "pace"])
+@pytest.mark.slow
 def test_a_session_killed_mid_turn_resumes_with_every_message(url: str, strategy: str) -> None:
     killed = spawn(url, "--strategy", strategy, "--keep", "3", "--turns", "0:10", "--kill-at", "6")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]

@@ -9,6 +9,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -21,6 +22,7 @@ from tests.middleware.test_prepared_compression import turn
 SESSIONS = 3 * ACTIVE_SESSIONS
 
 
+@pytest.mark.slow
 def test_idle_sessions_hold_counts_only_bounded_in_bytes(tmp_path: Path) -> None:
     seen: dict[str, list[weakref.ref[BaseMessage]]] = {}
 

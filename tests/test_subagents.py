@@ -241,6 +241,7 @@ def test_invalid_specs_are_rejected_when_defined(kwargs: dict[str, Any], field: 
     assert info.value.field == field
 
 
+@pytest.mark.slow
 def test_resume_mid_delegation_after_sigkill(tmp_path: Path) -> None:
     from tests.scenarios.delegation import CONFIG, build
 

@@ -165,6 +165,7 @@ def test_extractive_drops_duplicates_and_what_previous_already_said() -> None:
     assert "ACC-48213" in summary  # but entities of the new messages are never dropped
 
 
+@pytest.mark.slow
 def test_extractive_is_deterministic_across_processes() -> None:
     code = (
         "from tests.test_summarizers import support_session as s;"

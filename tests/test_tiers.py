@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -48,6 +49,7 @@ def assert_whole(messages: list[BaseMessage]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(histories(), st.integers(1, 5_000), st.integers(1, 4), st.none() | st.integers(0, 2_000))
+@pytest.mark.slow
 def test_no_plan_ever_orphans_a_call_or_a_result(
     history: list[BaseMessage], free: int, min_turns: int, cap: int | None
 ) -> None:

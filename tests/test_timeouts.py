@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -173,6 +174,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_process_with_a_hung_summarizer_or_manager_exits_once_the_graph_returns() -> None:
     """Before: the sync path's ThreadPoolExecutor worker (joined at exit) and
     asyncio.run's default executor (joined at shutdown) kept the process alive

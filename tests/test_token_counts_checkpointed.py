@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
@@ -101,6 +102,7 @@ def resume_once(path: str) -> None:
         conn.close()
 
 
+@pytest.mark.slow
 def test_a_fresh_process_resumes_with_exact_counts(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     graph, _, _, conn = build(path)

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "langgraph_ctx"
 MIN_LINES = 6
 
@@ -144,6 +146,7 @@ def test_no_sync_async_twin_in_the_package() -> None:
     assert found == {}, f"sync/async twins (write the logic once): {found}"
 
 
+@pytest.mark.slow
 def test_no_runs_repeated_across_modules() -> None:
     result = subprocess.run(
         [

@@ -66,6 +66,7 @@ def _fixed(ctx: CallContext) -> int:
 @pytest.mark.parametrize("strategy", FUZZED)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), steps=st.integers(4, 10))
+@pytest.mark.slow
 def test_the_usage_report_is_what_is_sent(strategy: str, seed: int, steps: int) -> None:
     probe = UsageProbe()
     outcome = run_session(seed, steps=steps, strategy=strategy, probes=[probe.layer()])
