@@ -48,6 +48,7 @@ def structured_calls(model: ScriptedChatModel) -> int:
     return sum(1 for c in model.calls if c.structured)
 
 
+@pytest.mark.slow
 def test_confident_thought_proceeds_at_once() -> None:
     out, model = run([thought(0.9)], ["It shipped."])
     assert structured_calls(model) == 1

@@ -35,6 +35,7 @@ class ScriptedMistral(mistralai.ChatMistralAI):  # type: ignore[misc,name-define
         return ChatResult(generations=[ChatGeneration(message=parent_reply(messages))])
 
 
+@pytest.mark.slow
 def test_the_plan_note_and_bacms_step_ids_reach_a_mistral_model() -> None:
     PAYLOADS.clear()
     model = ScriptedMistral(model="mistral-large-latest", api_key="test")
@@ -97,6 +98,7 @@ def test_text_moves_to_the_first_result_and_nothing_else_changes() -> None:
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.slow
 def test_every_client_takes_bacms_prompts_with_the_line_in_a_block_of_its_own(client: str) -> None:
     """The budget line closes the last pending message as a content block of its own
     (a tool result's content is then a list): every client's builder takes it, and

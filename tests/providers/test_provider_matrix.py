@@ -122,6 +122,7 @@ def _payloads(build: Builder, calls: Sequence[Sequence[BaseMessage]]) -> list[st
         return [_text(build(list(messages))) for messages in calls]
 
 
+@pytest.mark.slow
 def test_the_session_exercises_everything_the_pipeline_adds() -> None:
     session = run_session()
     text = "\n".join(m.text for call in session.calls for m in call)
@@ -132,6 +133,7 @@ def test_the_session_exercises_everything_the_pipeline_adds() -> None:
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.slow
 def test_every_client_accepts_every_call_and_keeps_summary_and_recall(client: str) -> None:
     session = run_session()
     payloads = _payloads(CLIENTS[client](), session.calls)
@@ -143,6 +145,7 @@ def test_every_client_accepts_every_call_and_keeps_summary_and_recall(client: st
 
 
 @pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.slow
 def test_every_client_accepts_arcs_memory_sent_one_block_per_entry(client: str) -> None:
     # ARC's memory reaches the model as one content block per entry (so that
     # Anthropic's cache finds the previous call's memory at a block boundary).

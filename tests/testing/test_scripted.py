@@ -13,6 +13,7 @@ class Answer(BaseModel):
     value: int
 
 
+@pytest.mark.slow
 def test_plain_replies_run_in_order_then_the_default_then_out() -> None:
     model = ScriptedChatModel(responses=["one", AIMessage("two")])
     assert [model.invoke("q").text for _ in range(2)] == ["one", "two"]
