@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_instance, check_str
 from langgraph_ctx._workers import acall_with_timeout, native_async
-from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits import is_working_note
 
 NOTE_TITLE = "[Working note]"
 """The first line of the working note."""
@@ -119,7 +119,7 @@ def listing(request: ManagerRequest) -> str:
         tags = []
         if mid in request.protected:
             tags.append("PINNED")
-        if is_note(m) or mid == request.note_id:
+        if is_working_note(m) or mid == request.note_id:
             tags.append("WORKING NOTE")
         if mid in request.oversized:
             tags.append("EXTRACT")

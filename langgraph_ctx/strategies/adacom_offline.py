@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx._checks import check_int
 from langgraph_ctx.compression import entities
-from langgraph_ctx.edits import EditOp, is_edited, is_note
+from langgraph_ctx.edits import EditOp, is_edited, is_note, is_working_note
 from langgraph_ctx.history import tool_units
 from langgraph_ctx.strategies._offline import OfflineBaseline
 from langgraph_ctx.strategies.adacom import NOTE_TITLE, ManagerRequest
@@ -93,7 +93,7 @@ class OfflinePolicy(OfflineBaseline):
         distill = self._distill(request, ops)
         if distill is not None:
             ops.append(distill)
-        current = next((m for m in messages if is_note(m) or m.id == request.note_id), None)
+        current = next((m for m in messages if is_working_note(m) or m.id == request.note_id), None)
         text = self._note(request.task, current, facts)
         if current is not None and text != current.text:
             ops.append(EditOp((str(current.id),), None, "working note: constraints, facts", text))
@@ -139,7 +139,7 @@ class OfflinePolicy(OfflineBaseline):
         for m in messages[:stop]:
             group = unit_of.get(id(m), [m])
             ids = {str(x.id) for x in group}
-            if id(m) in chosen or any(is_note(x) for x in group):
+            if id(m) in chosen or any(is_working_note(x) for x in group):
                 continue
             if ids & (request.protected | taken) or max(index[id(x)] for x in group) >= stop:
                 continue

@@ -24,3 +24,19 @@ def test_bacm_with_recall_keeps_at_least_what_it_keeps_without(tmp_path: Path) -
     assert off.probes == on.probes >= 5  # enough questions for the comparison to mean something
     assert off.kept < off.probes  # the window is small enough that BACM folds facts away
     assert on.kept >= off.kept, (on.kept, off.kept, on.probes)
+
+
+def test_adacom_with_recall_keeps_at_least_what_it_keeps_without(tmp_path: Path) -> None:
+    # AdaCoM read recall's kept blocks as history it had to bring back under its
+    # utilization goal, as BACM did, and took the think node's [plan] trace for its
+    # working note (kept from distillation: a run of traces grew until the ceiling
+    # dropped it). Before: seed 1000, 4 sessions at 4K kept 2 of 9 off, 1 of 9 on.
+    load = conversations(True, seed=1000, sessions=4)
+    (tmp_path / "off").mkdir()
+    (tmp_path / "on").mkdir()
+    off = run_cell(load, "adacom", False, 4_000, tmp_path / "off", cache=False)
+    on = run_cell(load, "adacom", True, 4_000, tmp_path / "on", cache=False)
+    assert off.error is None and on.error is None
+    assert off.probes == on.probes >= 5  # enough questions for the comparison to mean something
+    assert off.kept < off.probes  # the window is small enough that AdaCoM distills facts away
+    assert on.kept >= off.kept, (on.kept, off.kept, on.probes)

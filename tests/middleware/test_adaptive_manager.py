@@ -18,7 +18,9 @@ from langgraph.graph.message import _messages_delta_reducer
 from typing_extensions import TypedDict
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
-from langgraph_ctx.edits import is_note
+from langgraph_ctx.agent.nodes.think import Thought
+from langgraph_ctx.agent.nodes.think import note as plan_trace
+from langgraph_ctx.edits import is_note, is_working_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import AdaptiveContextManager
 from langgraph_ctx.storage.archive import InMemoryArchive
@@ -351,3 +353,27 @@ def test_a_graph_whose_messages_cannot_be_rewritten_is_refused_at_wiring() -> No
     with pytest.raises(ConfigurationError, match="DeltaChannel") as caught:
         Pipeline([PreflightCheck(), AdaptiveContextManager()]).attach(builder)
     assert caught.value.field == "AdaptiveContextManager"
+
+
+def test_the_think_nodes_plan_traces_are_history_the_manager_condenses_not_its_note() -> None:
+    # Issue 31: the think node's [plan] trace carries the note mark too. Taken for
+    # the working note, the first trace became it (an assistant message) and every
+    # later one was kept from distillation: a run of them grew past the prompt
+    # limit and the ceiling dropped it, the note and the facts with it.
+    graph, _, _ = make(None, every=None, utilization=0.7, window=3_000)
+    config = cfg("traces")
+    graph.invoke({"messages": [HumanMessage(TASK, id="task")]}, config)
+    for i in range(40):
+        fact = f"Turn {i}: invoice INV-{i:04d} was paid on day {i + 1}. " + "Routine notes. " * 20
+        thought = Thought(hypothesis=f"The user reports invoice INV-{i:04d}.", confidence=0.9)
+        trace = plan_trace(thought).model_copy(update={"id": f"plan{i}"})
+        graph.invoke({"messages": [HumanMessage(fact, id=f"u{i}"), trace]}, config)
+    state = messages(graph, config)
+    assert state[0].id == "task" and state[1].type == "human" and is_working_note(state[1])
+    assert "[plan]" not in state[1].text
+    traces = [m for m in state if m.text.startswith("[plan]")]
+    turns = [m for m in state if str(m.id).startswith("u")]
+    assert len(turns) < 40  # old turns were distilled, and their traces with them:
+    assert 0 < len(traces) <= len(turns) + 1, (len(traces), len(turns))
+    assert "INV-0039" in state[-3].text  # the last rounds stay verbatim
+    assert not ledger(graph, config, "edit_rejected")
