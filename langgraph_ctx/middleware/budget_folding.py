@@ -224,7 +224,11 @@ class BudgetAwareFolding(RewritingStrategy):
         return view if plan is None else edited
 
     def _guard(self, view: View, ctx: CallContext) -> Hook[View]:
-        if ctx.measured().total < ctx.budget.red_line:
+        # Recall's kept blocks give way at placement when the prompt would pass the
+        # red line with them (as in _policy_fold): counted here, a history that fit
+        # was compressed for them, on every think call, BACM's fold digests and the
+        # tool results the question needed with it (tau-bench 4K: 16 kept off, 9 on).
+        if ctx.measured().total - _kept_recall(ctx) < ctx.budget.red_line:
             return view
         state = self.budget_state(list(view.get("messages") or ()), ctx)
         ctx.record("fold_guard", ledger.FoldGuard(**state.as_dict(), fallback="TieredCompression"))

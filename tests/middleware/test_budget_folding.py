@@ -308,3 +308,17 @@ def test_no_fold_takes_the_last_user_message(shape: list[str]) -> None:
     folded = {x for op in ops for x in op.ids}
     last = [m for m in messages if m.type == "human"][-1]
     assert last.id not in folded
+
+
+def test_recalls_kept_blocks_never_set_off_the_guard() -> None:
+    """Recall's blocks kept from earlier turns (reserved, counted as system) give way at
+    placement when the prompt would pass the red line with them; counted by the guard,
+    a history that fit was compressed for them on every call, BACM's fold digests and
+    the facts folded into them with it (issue 31: recall on kept fewer answers)."""
+    graph, _, _ = make(window=4_000)  # decide_at=None: only the guard could act
+    kept = {"placement.recall_shown": Budget.for_window(4_000).red_line}
+    graph.invoke({"messages": history(3), "session": {"reserved": kept}}, cfg())
+    assert events(graph, "fold_guard") == []
+    assert "compression" not in kinds(graph)
+    graph.invoke({"messages": step(4, "Row R-9: part P-123 costs $9. " * 400)}, cfg())
+    assert events(graph, "fold_guard")  # the history itself over the line: the guard acts
