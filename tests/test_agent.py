@@ -93,6 +93,7 @@ def test_memory_is_recalled_across_sessions_and_never_checkpointed() -> None:
     assert not any("DHL" in m.text for m in out["messages"])  # ...and never persisted
 
 
+@pytest.mark.slow
 def test_a_checkpointer_url_is_migrated_and_closed_with_the_graph(tmp_path: Path) -> None:
     path = tmp_path / "agent.sqlite"
     agent = create_context_agent(
@@ -109,6 +110,7 @@ def test_a_checkpointer_url_is_migrated_and_closed_with_the_graph(tmp_path: Path
         conn.execute("SELECT 1")
 
 
+@pytest.mark.slow
 def test_a_saver_passed_in_stays_open(tmp_path: Path) -> None:
     with checkpointer_from_url(f"sqlite:///{tmp_path / 'a.sqlite'}") as saver:
         agent = create_context_agent(

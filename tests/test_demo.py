@@ -91,6 +91,7 @@ def test_cli_rejects_a_bad_window_or_db_before_running(
     assert notes.read_text() == "my notes"
 
 
+@pytest.mark.slow
 def test_cli_demo_run_again_on_a_finished_session_says_how_to_go_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,6 +142,7 @@ def test_progress_in_a_log_is_a_plain_line_every_ten_turns_and_at_the_end() -> N
     ]
 
 
+@pytest.mark.slow
 def test_cli_demo_progress_into_a_pipe_has_no_carriage_returns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

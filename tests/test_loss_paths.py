@@ -85,6 +85,7 @@ def test_a_result_after_a_user_message_is_archived_as_the_tool_result() -> None:
 
 @pytest.mark.parametrize("store", ["memory", "sqlite"])
 @pytest.mark.parametrize("run", ["sync", "async"])
+@pytest.mark.slow
 def test_a_message_resent_with_an_archived_id_is_kept_and_the_collision_recorded(
     store: str, run: str, tmp_path: Path
 ) -> None:

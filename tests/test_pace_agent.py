@@ -94,6 +94,7 @@ def question(i: int) -> HumanMessage:
     return HumanMessage(f"Question {i}: what do the records say about {topic}?", id=f"q{i}")
 
 
+@pytest.mark.slow
 def test_think_after_a_tool_result_acts_whatever_pace_shows_of_the_question(
     summary_timing: str,
 ) -> None:
@@ -289,6 +290,7 @@ def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: st
     assert fact_id in recalled["ids"]
 
 
+@pytest.mark.slow
 def test_between_selections_each_prompt_extends_the_last_one(summary_timing: str) -> None:
     # What a provider's prefix cache serves. Once the history outgrows the budget, a
     # selection leaves headroom and the next calls keep its levels, new steps whole,

@@ -193,6 +193,7 @@ def test_a_saver_passed_in_shares_its_database(tmp_path: Path, postgres_db: str)
     assert events_of(postgres_db, "pg-pool")
 
 
+@pytest.mark.slow
 def test_in_memory_without_a_database_or_when_asked(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -215,6 +216,7 @@ class Elsewhere(BaseCheckpointSaver[Any]):
     """A saver of another backend (Redis, say): its database is not one we can share."""
 
 
+@pytest.mark.slow
 def test_stores_close_with_the_graph(tmp_path: Path) -> None:
     agent = small_agent(f"sqlite:///{tmp_path}/s.sqlite")
     archive = strategy_of(agent).archive
@@ -228,6 +230,7 @@ def test_stores_close_with_the_graph(tmp_path: Path) -> None:
 # -- inspect shows every kind of session ------------------------------------------
 
 
+@pytest.mark.slow
 def test_inspect_reads_the_ledger_when_the_table_never_heard_of_the_thread(url: str) -> None:
     # A graph compiled by hand, no event sink, in a database that has the tables.
     model = ScriptedChatModel(default="Noted.", report_usage=False)
@@ -259,6 +262,7 @@ def test_inspect_reads_the_event_table_of_a_default_session(url: str) -> None:
     assert len(seen.compressions) == sum(e["kind"] == "compression" for e in logged) >= 1
 
 
+@pytest.mark.slow
 def test_inspect_merges_a_ledger_the_table_only_partly_holds(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/s.sqlite"
     builder = build_context_agent(
@@ -285,6 +289,7 @@ def read_page(page: int) -> str:
     return f"Page {page}: " + " ".join(f"crate {page}-{k} holds part P{k:03d}." for k in range(60))
 
 
+@pytest.mark.slow
 def test_sub_agents_archive_where_the_parent_does(url: str) -> None:
     calls = [
         AIMessage("", tool_calls=[{"name": "read_page", "args": {"page": p}, "id": f"r{p}"}])
@@ -327,6 +332,7 @@ def _namespaces(url: str) -> list[str]:
         return [str(ns) for (ns,) in conn.execute(sql)]
 
 
+@pytest.mark.slow
 async def test_an_async_saver_from_a_url_keeps_the_archive_in_its_database(url: str) -> None:
     async with async_checkpointer_from_url(url) as saver:
         agent = small_agent(saver, recall=True)

@@ -536,6 +536,7 @@ def test_post_processing_sees_and_changes_the_node_result() -> None:
     assert [m.content for m in out["messages"]] == ["x", "FROM FIRST", "FROM SECOND"]
 
 
+@pytest.mark.slow
 def test_no_import_from_langgraph_private_modules() -> None:
     # langgraph._internal changes without notice between releases; the package
     # (and this test module) must build on LangGraph's public API only.

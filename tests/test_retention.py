@@ -122,6 +122,7 @@ def test_a_thread_keeps_its_latest_n_checkpoints_over_30_turns(url: str) -> None
     assert {str(m.id) for m in oldest.values["messages"]} <= set(kept_ids(url, forked))
 
 
+@pytest.mark.slow
 def test_keep_all_keeps_every_checkpoint(tmp_path: Path) -> None:
     config = {"configurable": {"thread_id": "t"}}
     kept = f"sqlite:///{tmp_path / 'kept.sqlite'}"
@@ -231,6 +232,7 @@ def test_async_savers_prune_too(url: str) -> None:
     assert asyncio.run(run()) == {"": 3}
 
 
+@pytest.mark.slow
 def test_inspect_says_what_a_thread_keeps(tmp_path: Path) -> None:
     config = {"configurable": {"thread_id": "t"}}
     sizes = {}
@@ -265,6 +267,7 @@ def test_an_in_memory_saver_cannot_prune() -> None:
         create_context_agent(model, keep_checkpoints=3, think=False)
 
 
+@pytest.mark.slow
 def test_a_sub_agent_calls_namespace_goes_with_its_root_checkpoint(url: str) -> None:
     """Each delegation runs the child graph in a namespace of its own (``tools:<task>``),
     kept to N like the root while the root checkpoint it started from is kept."""

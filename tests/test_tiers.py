@@ -71,6 +71,7 @@ def test_no_plan_ever_orphans_a_call_or_a_result(
 
 @settings(max_examples=200, deadline=None)
 @given(histories())
+@pytest.mark.slow
 def test_pinned_messages_and_their_partners_stay(history: list[BaseMessage]) -> None:
     tiers = split_tiers(history)
     pinned_ids = {m.id for m in tiers.pinned}
@@ -79,6 +80,7 @@ def test_pinned_messages_and_their_partners_stay(history: list[BaseMessage]) -> 
 
 
 @given(histories())
+@pytest.mark.slow
 def test_cuts_inside_a_tool_exchange_are_unsafe(history: list[BaseMessage]) -> None:
     cuts = safe_cuts(history)
     assert cuts[0] and cuts[-1]

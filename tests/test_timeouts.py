@@ -86,6 +86,7 @@ def fifty_hung_calls(call: Callable[[], Awaitable[T]], release: threading.Event)
     return results
 
 
+@pytest.mark.slow
 def test_a_hung_async_summarizer_does_not_pile_up_threads_over_50_calls() -> None:
     release = threading.Event()
     reasons: list[str] = []
@@ -109,6 +110,7 @@ class HangingManagerModel(HangingModel):
         return RunnableLambda(answer)
 
 
+@pytest.mark.slow
 def test_a_hung_sync_only_manager_model_under_ainvoke_holds_the_pool_not_the_loop() -> None:
     """Before, ChatModelManager.apropose awaited the model's ainvoke, which runs a
     sync-only model in the event loop's default executor: a hung manager kept a

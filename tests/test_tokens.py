@@ -167,6 +167,7 @@ def test_an_edit_that_keeps_the_length_is_recounted(exact: TokenCounter) -> None
     assert cache.total(edited) == exact.count_messages(edited) != exact.count_messages(msgs)
 
 
+@pytest.mark.slow
 def test_an_idle_session_keeps_counts_not_messages(exact: TokenCounter) -> None:
     import gc
     import weakref

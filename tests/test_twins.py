@@ -135,6 +135,7 @@ class Store:
 RUNNERS = {"pipeline/chain.py": [("step", "arun_layers", 7)]}
 
 
+@pytest.mark.slow
 def test_no_sync_async_twin_in_the_package() -> None:
     found = {
         str(path.relative_to(PACKAGE)): pairs

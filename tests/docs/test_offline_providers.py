@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 PROBE = """
 import offline_providers
@@ -26,6 +28,7 @@ except Exception as exc:
 """
 
 
+@pytest.mark.slow
 def test_a_block_goes_through_the_clients_payload_builder(tmp_path: Path) -> None:
     log = tmp_path / "payloads.log"
     env = {**os.environ, "PYTHONPATH": str(HERE), "DOCS_PAYLOAD_LOG": str(log)}

@@ -170,6 +170,7 @@ def test_ephemeral_view_and_tools_reach_the_model_only() -> None:
     assert all(NOTE not in m.text for m in messages)
 
 
+@pytest.mark.slow
 async def test_async_agent_compresses_and_bridges_sync_middleware() -> None:
     model = tool_then_answer()
     graph = agent(model, PreflightCheck(), TieredCompression(), inject_note, window=3_000)

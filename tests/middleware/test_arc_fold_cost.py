@@ -51,6 +51,7 @@ def result(rng: random.Random, i: int) -> str:
     return " ".join(lines)[:RESULT_CHARS]
 
 
+@pytest.mark.slow
 def test_a_fold_archives_and_counts_the_interaction_only(monkeypatch: pytest.MonkeyPatch) -> None:
     tokenized = [0]
     tokenize = TokenCounter._tokenize

@@ -159,6 +159,7 @@ RESULTS = st.lists(
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=RESULTS)
+@pytest.mark.slow
 def test_property_an_update_without_reflection_only_appends(steps: list[Any]) -> None:
     arc = ReflectiveContextManager(in_background=False, stall_turns=3, memory_tokens=120)
     graph = agent_graph(ScriptedChatModel(default="ok", report_usage=False), arc)

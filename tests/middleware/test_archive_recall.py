@@ -104,6 +104,7 @@ def test_what_the_history_still_holds_is_not_recalled_again() -> None:
     assert "ZX-4471" not in agent.recalled()  # in plain view: nothing to bring back
 
 
+@pytest.mark.slow
 def test_the_block_fits_the_auxiliary_budget_and_the_red_line() -> None:
     agent = Agent(max_tokens=120)
     agent.send([HumanMessage("Start.", id="task")])
@@ -117,6 +118,7 @@ def test_the_block_fits_the_auxiliary_budget_and_the_red_line() -> None:
     assert "ZX-4471" in agent.recalled()  # the passage that matches, not the padding
 
 
+@pytest.mark.slow
 def test_without_a_user_id_the_archive_is_still_recalled_and_the_ledger_says_why() -> None:
     agent = Agent(bank=MemoryBank())
     agent.send([HumanMessage("Start.", id="task"), HumanMessage(FACT, id="fact")])
@@ -197,6 +199,7 @@ def test_recall_of_the_same_turn_is_stable_and_searches_once() -> None:
     assert agent.recalled() == first and calls == ["", "Lisbon"]
 
 
+@pytest.mark.slow
 def test_a_snippet_names_the_summary_that_replaced_it() -> None:
     agent = Agent()
     agent.send([HumanMessage("Start.", id="task"), HumanMessage(FACT, id="fact")])

@@ -45,6 +45,7 @@ def big_result(call_id: str, rows: int) -> list[BaseMessage]:
 
 
 @pytest.mark.parametrize("rows", [900, 2_300])
+@pytest.mark.slow
 def test_a_result_larger_than_the_window_is_reduced_until_the_prompt_fits(rows: int) -> None:
     graph, model, compression = make_graph(window=4_000)
     config = cfg(f"ceiling-{rows}")
@@ -96,6 +97,7 @@ def graph_with(strategy: str | None, *, window: int = 4_000) -> tuple[Any, Any, 
 
 
 @pytest.mark.parametrize("strategy", [*STRATEGIES, None])
+@pytest.mark.slow
 def test_whatever_the_strategy_the_prompt_sent_stays_within_the_limit(strategy: str | None) -> None:
     """Before, the ceiling lived in TieredCompression: with no strategy, a result
     larger than the window went out whole (18K tokens to a 4K window)."""

@@ -102,6 +102,7 @@ def cfg(thread: str) -> Any:
     return {"configurable": {"thread_id": thread}}
 
 
+@pytest.mark.slow
 def test_red_zone_compresses_and_the_model_sees_the_summary() -> None:
     graph, model, _ = make_graph()
     config = cfg("red")
@@ -121,6 +122,7 @@ def test_red_zone_compresses_and_the_model_sees_the_summary() -> None:
     assert peak < 1.0
 
 
+@pytest.mark.slow
 def test_order_is_pinned_then_summaries_then_protected_window() -> None:
     graph, _model, _ = make_graph()
     config = cfg("order")
@@ -149,6 +151,7 @@ def test_order_is_pinned_then_summaries_then_protected_window() -> None:
         assert f"u{i}" in tail_ids and f"a{i}" in tail_ids
 
 
+@pytest.mark.slow
 def test_compression_is_incremental() -> None:
     archive = InMemoryArchive()
     graph, _, _ = make_graph(archive=archive, max_summary_layers=10)
@@ -199,6 +202,7 @@ def test_nothing_is_lost_active_plus_archive_equals_everything_added() -> None:
     assert len(added_by_model) == 60
 
 
+@pytest.mark.slow
 def test_tool_pairs_survive_compression_in_a_live_graph() -> None:
     graph, model, _ = make_graph()
     config = cfg("pairs")
@@ -224,6 +228,7 @@ def test_pinned_messages_are_never_compressed() -> None:
     assert "Never ship to PO boxes." in [m.text for m in model.calls[-1].messages]
 
 
+@pytest.mark.slow
 def test_task_pinning_can_be_turned_off() -> None:
     graph, model, _ = make_graph(pin_task=False)
     config = cfg("nopin")
@@ -231,6 +236,7 @@ def test_task_pinning_can_be_turned_off() -> None:
     assert "u0" not in {m.id for m in model.calls[-1].messages}
 
 
+@pytest.mark.slow
 def test_yellow_zone_marks_candidates_once() -> None:
     graph, _, _ = make_graph(window=7_000)
     config = cfg("yellow")
@@ -273,6 +279,7 @@ class BrokenModel(BaseChatModel):
 @pytest.mark.parametrize(
     ("mode", "reason"), [("error", "error"), ("slow", "timeout"), ("empty", "empty")]
 )
+@pytest.mark.slow
 def test_summarizer_failure_falls_back_and_is_recorded(mode: str, reason: str) -> None:
     graph, model, _ = make_graph(summarizer=BrokenModel(mode=mode), summarizer_timeout=0.2)
     config = cfg(f"fallback-{mode}")
@@ -365,6 +372,7 @@ def test_summaries_stay_within_their_cap_and_compression_is_not_every_turn() -> 
     assert len(summarizer.budgets) == compressions
 
 
+@pytest.mark.slow
 def test_the_target_is_a_share_of_the_messages_room_not_of_the_window() -> None:
     # A large pinned policy: half the window. Relative to the whole window, a 0.6
     # target would leave the messages a sliver; relative to their room, they keep

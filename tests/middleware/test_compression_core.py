@@ -77,6 +77,7 @@ def test_the_span_is_one_merge_the_core_applies_and_archives(planned: Any) -> No
     assert not set(merge.ids) & {m.id for m in active(graph, config)}
 
 
+@pytest.mark.slow
 def test_a_meta_summary_is_one_merge_and_names_what_it_consolidated(planned: Any) -> None:
     archive = ReasonArchive()
     graph, _, _ = make_graph(archive=archive, max_summary_layers=1, prepare_ahead=False)

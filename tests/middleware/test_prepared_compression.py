@@ -168,6 +168,7 @@ def cross_far_past_the_line(**options: Any) -> tuple[Session, dict[str, Any], di
     return ahead, ahead.compressions()[-1], synchronous.compressions()[-1]
 
 
+@pytest.mark.slow
 def test_a_short_prepared_span_that_clears_the_red_line_is_applied() -> None:
     # The crossing turn lands far past the red line: the synchronous plan would
     # compress more than the span prepared ahead covers (well under 75% of it),
@@ -245,6 +246,7 @@ def test_an_overtaken_preparation_is_rebuilt_in_the_yellow_zone() -> None:
     assert f"{target}=EDITED" in summary.text
 
 
+@pytest.mark.slow
 def test_a_model_summarizer_prepares_on_the_event_loop_under_ainvoke() -> None:
     class SlowModel(ScriptedChatModel):
         async def _agenerate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:

@@ -334,6 +334,7 @@ def stocked(store: InMemoryStore) -> MemoryBank:
     return bank
 
 
+@pytest.mark.slow
 def test_a_slow_store_times_out_and_the_call_goes_on() -> None:
     g = Graph(stocked(SlowStore(delay=3.0)), timeout=0.2)
     start = time.perf_counter()
@@ -346,6 +347,7 @@ def test_a_slow_store_times_out_and_the_call_goes_on() -> None:
     assert g.events("t", "recall") == []
 
 
+@pytest.mark.slow
 async def test_a_slow_store_times_out_under_ainvoke() -> None:
     g = Graph(stocked(SlowStore(delay=3.0)), timeout=0.2)
     start = time.perf_counter()
