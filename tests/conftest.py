@@ -18,8 +18,8 @@ SLOW_PATHS = ("tests/conformance/", "tests/bench/")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark ``slow`` and ``postgres`` from where a test lives and what it needs, so
-    ``-m "not slow and not postgres and not server"`` is the fast part with no
-    per-test decorators to forget."""
+    ``-m "not slow and not postgres and not server"`` is the fast part without a
+    decorator on each of these tests (other slow tests carry ``@pytest.mark.slow``)."""
     for item in items:
         where = Path(str(item.path)).resolve().relative_to(ROOT).as_posix()
         if where.startswith(SLOW_PATHS):
