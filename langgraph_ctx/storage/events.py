@@ -47,11 +47,12 @@ class SQLiteEventSink(SQLiteTable):
             )
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
-        """Every event of one thread and namespace, in ``seq`` order."""
+        """Every event of one thread and namespace, in ``seq`` order, then ``node``
+        (parallel nodes of one step share a seq), as the PostgreSQL sink reads them."""
         with self._lock:
             rows = self._conn.execute(
                 "SELECT seq, kind, node, ts, data_json FROM lgctx_events"
-                " WHERE thread_id = ? AND namespace = ? ORDER BY seq",
+                " WHERE thread_id = ? AND namespace = ? ORDER BY seq, node",
                 (thread_id, namespace),
             ).fetchall()
         return [

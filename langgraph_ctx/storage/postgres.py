@@ -208,9 +208,11 @@ FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::jsonb[])
     AS u(seq, kind, node, ts, data)
 ON CONFLICT DO NOTHING
 """
+# Parallel nodes of one step share a seq: the node orders them, as in SQLite (by
+# seq alone PostgreSQL returned ties in whatever order its sort left them).
 _EVENTS = (
     "SELECT seq, kind, node, extract(epoch FROM ts)::float8 AS ts, data FROM lgctx_events"
-    " WHERE thread_id = %s AND namespace = %s ORDER BY seq"
+    " WHERE thread_id = %s AND namespace = %s ORDER BY seq, node"
 )
 
 
@@ -228,7 +230,7 @@ class PostgresEventSink(PgTable):
             await self._awrite(_EVENT, _event_params(thread_id, namespace, entries))
 
     def list(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
-        """Every event of one thread and namespace, in ``seq`` order."""
+        """Every event of one thread and namespace, in ``seq`` order (then ``node``)."""
         return [_entry(r) for r in self._read(_EVENTS, (thread_id, namespace))]
 
     async def alist(self, thread_id: str, *, namespace: str = "") -> builtins.list[LedgerEntry]:
