@@ -132,7 +132,7 @@ def test_a_postgres_url_without_the_extra_says_what_to_install(
     url = "postgresql://app:s3cret@127.0.0.1:1/app"
     for setup in (True, False):
         with (
-            pytest.raises(ConfigurationError, match=r"langgraph-ctx\[postgres\]") as info,
+            pytest.raises(ConfigurationError, match=r"pip install \".\[postgres\]\"") as info,
             checkpointer_from_url(url, setup=setup),
         ):
             pass
