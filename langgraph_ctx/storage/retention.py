@@ -283,8 +283,12 @@ def plan(
         # ancestors kept for it outnumber the checkpoints kept: every ``keep`` saves
         # at most, and the rows stay under twice ``keep``.
         copies = specs if not ns and specs and len(needed) > 2 * keep else None
-        if copies and (yield from _snapshot(thread_id, ids[keep - 1], copies)):
-            chains.clear()
+        oldest = ids[keep - 1]
+        if copies and (yield from _snapshot(thread_id, oldest, copies)):
+            # Every walk from a kept checkpoint now stops at the oldest one, which
+            # holds each channel whole: its ancestors (older ids) are needed no more.
+            for kept in ids[:keep]:
+                chains[kept] = frozenset(c for c in chains.get(kept, ()) if c >= oldest)
             needed = yield from _needed(thread_id, ns, ids[:keep], chains)
         for gone in [c for c in chains if c not in ids[:keep]]:
             del chains[gone]
