@@ -313,3 +313,21 @@ def test_a_sub_agent_calls_namespace_goes_with_its_root_checkpoint(url: str) -> 
     answers = [m.text for m in graph.get_state(config).values["messages"] if m.type == "tool"]
     assert len(answers) == 6 and all("3.2 USD/kg" in a for a in answers)
     assert orphans(url) == []
+
+
+def test_blobs_a_killed_put_left_are_swept(postgres_db: str) -> None:
+    """A put writes its blobs before its checkpoint; a process killed between the two
+    leaves blobs no checkpoint reads (the kill test above lands there by chance)."""
+    graph = agent(postgres_db, "tiered", "3", None)
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [turn(0)]}, config)
+    stray = ("t", "", "messages", f"{1:032}.0.5", "msgpack", b"\x90")
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            stray,
+        )
+    assert orphans(postgres_db) == [("messages", stray[3])]
+    graph.invoke({"messages": [turn(1)]}, config)
+    assert orphans(postgres_db) == []

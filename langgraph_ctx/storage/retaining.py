@@ -287,6 +287,22 @@ ON CONFLICT (thread_id, checkpoint_ns, channel, version)
 DO UPDATE SET type = EXCLUDED.type, blob = EXCLUDED.blob
 """
 
+# A put writes its blobs, then its checkpoint: a process killed between the two
+# leaves blobs no checkpoint will ever read. Versions grow along a thread, so a
+# blob below the lowest version of its channel that any remaining checkpoint
+# references is one of those (or of a checkpoint deleted here).
+_PG_SWEEP_BLOBS = f"""
+DELETE FROM checkpoint_blobs b
+USING (
+    SELECT v.key AS channel, min(v.value) AS low
+    FROM checkpoints c
+    CROSS JOIN LATERAL jsonb_each_text(c.checkpoint -> 'channel_versions') AS v
+    WHERE c.{_PG_WHERE.replace(" AND ", " AND c.")}
+    GROUP BY v.key
+) AS m
+WHERE b.{_PG_WHERE.replace(" AND ", " AND b.")} AND b.channel = m.channel AND b.version < m.low
+"""
+
 PgStatements = Generator[tuple[str, Sequence[Any], bool], list[Any], None]
 
 
@@ -320,6 +336,7 @@ def _pg_writes(saver: Any, op: Snapshot | Delete) -> PgStatements:
         (*key, ids),
         False,
     )
+    yield _PG_SWEEP_BLOBS, (*key, *key), False
     if not freed:
         return
     referenced = yield _PG_REFERENCED, key, True
