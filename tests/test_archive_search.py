@@ -13,7 +13,6 @@ from collections import Counter
 from contextlib import closing
 from pathlib import Path
 
-import pytest
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
