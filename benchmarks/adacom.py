@@ -53,7 +53,8 @@ from retention import (
 from langgraph_ctx import AdaptiveContextManager, ContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
+from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
+from langgraph_ctx.strategies.adacom.policy import ManagerRequest
 
 
 class CountingPolicy(OfflinePolicy):

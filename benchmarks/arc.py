@@ -61,8 +61,9 @@ from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.ledger import ArcReflection, event_data
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import OfflineArcManager, Reflection, UpdateRequest
-from langgraph_ctx.strategies.arc_signals import signature
+from langgraph_ctx.strategies.arc.manager import Reflection, UpdateRequest
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
+from langgraph_ctx.strategies.arc.signals import signature
 from langgraph_ctx.testing import ScriptedChatModel
 
 REFLECTIONS: Counter[str] = Counter()

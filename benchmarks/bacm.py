@@ -4,7 +4,7 @@ Replays BFCL v4 memory and tau-bench airline turn by turn (the sessions, budgets
 offline extractive summarizer of ``benchmarks/retention.py``, whose runners it reuses)
 through:
 
-- BACM (:class:`~langgraph_ctx.middleware.BudgetAwareFolding`) with the deterministic
+- BACM (:class:`~langgraph_ctx.strategies.BudgetAwareFolding`) with the deterministic
   :class:`~langgraph_ctx.strategies.OfflineFoldPolicy` (no model; the scripted replies
   never call ``fold``): asked from 0.9 of the red line, it folds the oldest steps no
   later step refers to down to 0.6 of it; tiered compression guards the line. Its
@@ -49,7 +49,8 @@ from retention import (
 
 from langgraph_ctx import BudgetAwareFolding, BudgetExceededError, TieredCompression
 from langgraph_ctx.pipeline import CallContext, View
-from langgraph_ctx.strategies import FoldAction, FoldRequest, OfflineFoldPolicy, fold_kind
+from langgraph_ctx.strategies.bacm.offline import OfflineFoldPolicy
+from langgraph_ctx.strategies.bacm.policy import FoldAction, FoldRequest, fold_kind
 
 BUDGETS = (8_000, 4_000, 2_000)
 BACM = "BACM, offline policy"

@@ -43,10 +43,11 @@ from psycopg.rows import dict_row
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli.demo import workload_tools
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression
+from langgraph_ctx.middleware import PreflightCheck
 from langgraph_ctx.pipeline import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import SQLiteArchive
+from langgraph_ctx.strategies import TieredCompression
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
 

@@ -49,13 +49,13 @@ from preflight_cost import message_stream
 
 from langgraph_ctx import Budget, Pipeline, tokens
 from langgraph_ctx._workers import POOL
-from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.middleware.tool_eviction import ToolEviction
 from langgraph_ctx.pipeline import CallContext
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.state import ContextState
+from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 from langgraph_ctx.testing.catalog import catalog_tools
 from langgraph_ctx.tokens import ACTIVE_SESSIONS
 from langgraph_ctx.tools import ToolRegistry

@@ -37,9 +37,9 @@ from langgraph.graph import StateGraph
 
 from langgraph_ctx import Budget
 from langgraph_ctx.ledger import Compression, event_data
-from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.state import ContextState
+from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 from langgraph_ctx.testing import ScriptedChatModel
 
 WINDOW = 32_000

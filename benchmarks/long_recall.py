@@ -47,10 +47,11 @@ from harness.synthetic import LONG_RESULT_CHARS, long_session
 
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.markers import KEY
-from langgraph_ctx.middleware import MemoryRecall, PreflightCheck, TieredCompression
+from langgraph_ctx.middleware import MemoryRecall, PreflightCheck
 from langgraph_ctx.middleware.recall import _ranked
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import ArchiveHit, InMemoryArchive
+from langgraph_ctx.strategies import TieredCompression
 from langgraph_ctx.testing.workloads import generate_session
 
 STAGES = (

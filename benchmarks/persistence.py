@@ -34,12 +34,13 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli.demo import workload_tools
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression
+from langgraph_ctx.middleware import PreflightCheck
 from langgraph_ctx.pipeline import EventSink, Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.strategies import TieredCompression
 from langgraph_ctx.testing.workloads import Workload, generate_session
 
 OUR_TABLES = ("lgctx_archive", "lgctx_events")

@@ -80,11 +80,11 @@ from langgraph_ctx.middleware import (
     PreflightCheck,
     ProviderPlacement,
     SummaryObserver,
-    TieredCompression,
 )
 from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN
-from langgraph_ctx.middleware.compression import RECALL_TARGET
 from langgraph_ctx.middleware.placement import RecallRefresh
+from langgraph_ctx.strategies import TieredCompression
+from langgraph_ctx.strategies.tiered.middleware import RECALL_TARGET
 from langgraph_ctx.tokens import load_encoding
 
 BASE_PER_MTOK = 3.00
@@ -254,8 +254,8 @@ def _manager(kind: str, **options: Any) -> Callable[[Setup], Replay]:
         """``create_context_agent(strategy=kind)``'s pipeline for a graph of one node:
         the manager (offline) archiving what it edits out, and provider placement. No
         recall (its default)."""
-        from langgraph_ctx.middleware import AdaptiveContextManager, ReflectiveContextManager
         from langgraph_ctx.storage.archive import InMemoryArchive
+        from langgraph_ctx.strategies import AdaptiveContextManager, ReflectiveContextManager
 
         managers = {"adacom": AdaptiveContextManager, "arc": ReflectiveContextManager}
         manager = managers[kind](archive=InMemoryArchive(), **options)
@@ -269,8 +269,8 @@ def _manager(kind: str, **options: Any) -> Callable[[Setup], Replay]:
 def _bacm(setup: Setup) -> Replay:
     """``create_context_agent(strategy="bacm")``'s pipeline for a graph of one node: BACM
     with its offline fold policy and its budget line, and provider placement. No recall."""
-    from langgraph_ctx.middleware import BudgetAwareFolding
     from langgraph_ctx.storage.archive import InMemoryArchive
+    from langgraph_ctx.strategies import BudgetAwareFolding
 
     middleware = [
         PreflightCheck(),

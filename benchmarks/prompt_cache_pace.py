@@ -33,9 +33,8 @@ from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.ledger import PaceContext, event_data
-from langgraph_ctx.middleware import PredictiveExtraction
-from langgraph_ctx.middleware import pace as pace_middleware
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PredictiveExtraction
+from langgraph_ctx.strategies.pace import middleware as pace_middleware
 from langgraph_ctx.testing import ScriptedChatModel, generate_session
 from langgraph_ctx.testing.workloads import Workload
 

@@ -19,15 +19,10 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.markers import is_compacted, is_pinned, is_summary, pin
 from langgraph_ctx.middleware import (
-    AdaptiveContextManager,
-    BudgetAwareFolding,
     MemoryRecall,
-    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
-    ReflectiveContextManager,
     SummaryObserver,
-    TieredCompression,
     ToolEviction,
 )
 from langgraph_ctx.middleware.placement import place_messages
@@ -56,6 +51,13 @@ from langgraph_ctx.storage.events import SQLiteEventSink
 from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.strategies import (
+    AdaptiveContextManager,
+    BudgetAwareFolding,
+    PredictiveExtraction,
+    ReflectiveContextManager,
+    TieredCompression,
+)
 from langgraph_ctx.tokens import (
     Calibration,
     MessageTokenCache,

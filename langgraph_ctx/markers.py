@@ -17,6 +17,9 @@ from langgraph_ctx.errors import ConfigurationError
 
 KEY = "lgctx"
 SUMMARY_PREFIX = "[Conversation Summary]"
+SUMMARY_ID = "lgctx-summary-"
+"""A summary's message id is this and its sequence number (``glimpse`` reads
+summary #n's originals through it)."""
 RECALL_PREFIX = "[Recalled Memory]"
 COMPACTED_PREFIX = "[Compacted tool result]"
 PER_CALL = "per_call"

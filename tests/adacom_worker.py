@@ -22,10 +22,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
-from langgraph_ctx.middleware import AdaptiveContextManager
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
-from langgraph_ctx.strategies import OfflinePolicy
+from langgraph_ctx.strategies import AdaptiveContextManager
+from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
 from langgraph_ctx.testing import ScriptedChatModel
 
 TURNS = 8

@@ -20,10 +20,11 @@ from typing import Any
 from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
-from langgraph_ctx.middleware import ReflectiveContextManager
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
-from langgraph_ctx.strategies import MemoryUpdate, OfflineArcManager, UpdateRequest
+from langgraph_ctx.strategies import ReflectiveContextManager
+from langgraph_ctx.strategies.arc.manager import MemoryUpdate, UpdateRequest
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.adacom_worker import KillingArchive, drive
 

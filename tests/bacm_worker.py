@@ -23,7 +23,7 @@ from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
-from langgraph_ctx.strategies import FOLD_TOOL
+from langgraph_ctx.strategies.bacm.policy import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.adacom_worker import KillingArchive, drive_user_turns, worker_main
 

@@ -65,10 +65,9 @@ from langgraph_ctx import (
     pin,
 )
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
-from langgraph_ctx.middleware import PredictiveExtraction
 from langgraph_ctx.middleware.placement import PLACEMENTS
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import LexicalScorer
+from langgraph_ctx.strategies import LexicalScorer, PredictiveExtraction
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

@@ -76,7 +76,7 @@ def agent(url: str, strategy: str) -> Any:
 
 def strategy_of(graph: Any) -> Any:
     """The strategy middleware inside a compiled agent (for ``original()``)."""
-    from langgraph_ctx.middleware._strategy import ContextStrategy
+    from langgraph_ctx.strategies.base import ContextStrategy
 
     run = graph.builder.nodes["call_llm"].runnable._run.func  # the pipeline's wrapper
     pipeline = inspect.getclosurevars(run).nonlocals["self"]

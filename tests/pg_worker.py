@@ -19,10 +19,10 @@ from langchain_core.messages import HumanMessage
 
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli.demo import build_graph
-from langgraph_ctx.middleware import TieredCompression
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.locks import ThreadLock
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
+from langgraph_ctx.strategies import TieredCompression
 from langgraph_ctx.testing.workloads import Workload, generate_session
 
 WINDOW = 8_000

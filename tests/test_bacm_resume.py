@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from langgraph_ctx.edits import is_edited
-from langgraph_ctx.strategies import FOLD_TOOL
+from langgraph_ctx.strategies.bacm.policy import FOLD_TOOL
 from tests.adacom_worker import run_killed
 from tests.bacm_worker import STEP, THREAD, TURNS, drive, session
 

@@ -30,9 +30,8 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph_ctx import Budget, ContextState, DeltaContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent import build_context_agent, create_context_agent
 from langgraph_ctx.agent.nodes import call_llm_node
-from langgraph_ctx.middleware import PredictiveExtraction, TieredCompression
 from langgraph_ctx.state import delta_messages
-from langgraph_ctx.strategies import LexicalScorer
+from langgraph_ctx.strategies import LexicalScorer, PredictiveExtraction, TieredCompression
 from langgraph_ctx.testing import ScriptedChatModel
 
 # -- the reducer -------------------------------------------------------------------

@@ -36,8 +36,8 @@ from langgraph_ctx import (
 from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.edits import EditOp
 from langgraph_ctx.markers import compacted
-from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
+from langgraph_ctx.strategies.base import RewritingStrategy
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.fuzz_sessions import provider_rejects
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph, turn

@@ -31,10 +31,12 @@ from langgraph.graph import START, StateGraph
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.markers import is_view_only
-from langgraph_ctx.middleware import PredictiveExtraction
-from langgraph_ctx.middleware import pace as pace_middleware
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings, pace_scorer
-from langgraph_ctx.strategies.pace_summaries import SummaryJob
+from langgraph_ctx.strategies import PredictiveExtraction
+from langgraph_ctx.strategies.pace import middleware as pace_middleware
+from langgraph_ctx.strategies.pace import scorer as pace_scorer
+from langgraph_ctx.strategies.pace.policy import PaceSettings
+from langgraph_ctx.strategies.pace.scorer import LexicalScorer
+from langgraph_ctx.strategies.pace.summaries import SummaryJob
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
 from tests.agents import one_tool_agent

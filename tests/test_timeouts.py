@@ -32,8 +32,7 @@ from langgraph_ctx import (
 from langgraph_ctx._workers import POOL, WORKERS
 from langgraph_ctx.compression.summarizers import ChatModelSummarizer
 from langgraph_ctx.pipeline import IOCall
-from langgraph_ctx.strategies import ChatModelManager, ManagerRequest
-from langgraph_ctx.strategies.adacom import ManagerAction
+from langgraph_ctx.strategies.adacom.policy import ChatModelManager, ManagerAction, ManagerRequest
 from langgraph_ctx.testing import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parent.parent

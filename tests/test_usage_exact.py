@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import SystemMessage
 
 from langgraph_ctx import Middleware, View, as_middleware
-from langgraph_ctx.middleware._strategy import ContextStrategy
 from langgraph_ctx.pipeline import CallContext
+from langgraph_ctx.strategies.base import ContextStrategy
 from langgraph_ctx.tokens import TokenCounter
 from tests.fuzz_sessions import FUZZED, run_session
 

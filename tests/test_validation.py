@@ -42,12 +42,10 @@ from langgraph_ctx.compression.summarizers import ChatModelSummarizer
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.retrieval.memory import MemoryBank
 from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
-from langgraph_ctx.strategies import (
-    ChatModelManager,
-    OfflineArcManager,
-    OfflineFoldPolicy,
-    OfflinePolicy,
-)
+from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
+from langgraph_ctx.strategies.adacom.policy import ChatModelManager
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
+from langgraph_ctx.strategies.bacm.offline import OfflineFoldPolicy
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tools import ToolRegistry
 

@@ -23,9 +23,10 @@ from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression
+from langgraph_ctx.middleware import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Pipeline
 from langgraph_ctx.state import ContextState
+from langgraph_ctx.strategies import TieredCompression
 
 from .recorder import ReplayModel
 from .session import Session, TokenTally
@@ -192,7 +193,7 @@ def build_ours_recall(setup: Setup) -> Replay:
 def build_adacom(setup: Setup) -> Replay:
     """AdaCoM with the offline policy (no model) in compression's place: every round,
     at 0.7 utilization, and for any new tool result over 2,000 tokens."""
-    from langgraph_ctx.middleware import AdaptiveContextManager
+    from langgraph_ctx.strategies import AdaptiveContextManager
 
     manager = AdaptiveContextManager(every=1, timeout=None)
     pipeline = TimedPipeline([PreflightCheck(), manager], budget=setup.budget, clock=setup.clock)

@@ -12,13 +12,13 @@ from langgraph_ctx.agent.nodes import (
     update_confidence,
 )
 from langgraph_ctx.agent.prebuilt import AgentOptions, build_context_agent, create_context_agent
-from langgraph_ctx.agent.strategies import STRATEGIES, strategy_middleware
 from langgraph_ctx.agent.subagents import (
     ArtifactStore,
     SubAgentResult,
     SubAgents,
     SubAgentSpec,
 )
+from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
 
 __all__ = [
     "STRATEGIES",

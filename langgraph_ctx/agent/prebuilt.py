@@ -10,7 +10,7 @@ middleware you pass joins them by priority. ``strategy="adacom"`` puts the
 AdaCoM manager (before ``call_llm``) in compression's place, ``strategy="pace"``
 PACE (before both model nodes, with its ``glimpse`` tool), ``strategy="bacm"``
 BACM's budget-aware folding (with its ``fold`` tool), each built by
-:mod:`~langgraph_ctx.agent.strategies`; provider placement
+:mod:`~langgraph_ctx.strategies.registry`; provider placement
 runs innermost on both model nodes, so every major chat client accepts the
 prompt. Without thinking
 (``think=False``) the loop is ``fetch_tools -> call_llm -> tools -> call_llm``.
@@ -41,13 +41,11 @@ from langgraph_ctx.agent.nodes import (
     route_after_think,
     think_node,
 )
-from langgraph_ctx.agent.strategies import strategy_middleware
 from langgraph_ctx.budget import Budget, model_window
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware import (
     Glimpse,
     MemoryRecall,
-    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
     SummaryObserver,
@@ -65,7 +63,9 @@ from langgraph_ctx.storage.retaining import retention_of, with_retention
 from langgraph_ctx.storage.retention import KeepCheckpoints, check_keep
 from langgraph_ctx.storage.stores import memory_archive_of, stores_beside
 from langgraph_ctx.storage.urls import parse_url
-from langgraph_ctx.strategies import StepSource
+from langgraph_ctx.strategies import PredictiveExtraction
+from langgraph_ctx.strategies.pace.glimpse import StepSource
+from langgraph_ctx.strategies.registry import strategy_middleware
 from langgraph_ctx.tools import ToolRegistry, tools_node
 
 
@@ -126,29 +126,29 @@ class AgentOptions(TypedDict, total=False):
     the archive is the thread's own. A new question is shown what recall finds,
     up to the room the prompt leaves under the red line. With
     ``strategy="tiered"``, compressions then aim deeper and come rarer (to
-    :data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room, never
+    :data:`~langgraph_ctx.strategies.tiered.middleware.RECALL_TARGET` of the room, never
     below what the protected turns need), as recall brings back what they
     remove and each costs the prompt cache."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
     """``"tiered"``: how history is kept in budget. ``"tiered"``: tiered compression
-    (:class:`~langgraph_ctx.middleware.TieredCompression`, with ``summary_model``);
+    (:class:`~langgraph_ctx.strategies.TieredCompression`, with ``summary_model``);
     ``"adacom"``: an external manager edits the context
-    (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`; the manager is
+    (:class:`~langgraph_ctx.strategies.AdaptiveContextManager`; the manager is
     ``summary_model``, else the offline policy; originals go to ``archive``);
     ``"pace"``: each call's context assembled from every step at the granularity
-    its relevance earns (:class:`~langgraph_ctx.middleware.PredictiveExtraction`;
+    its relevance earns (:class:`~langgraph_ctx.strategies.PredictiveExtraction`;
     summaries by ``summary_model``, else extractive; adds the ``glimpse`` tool);
     ``"arc"``: a checklist and an interaction memory, reorganized by reflection
-    (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`; the manager is
+    (:class:`~langgraph_ctx.strategies.ReflectiveContextManager`; the manager is
     ``summary_model``, else the offline one; folded turns go to ``archive``);
     ``"bacm"``: the agent is shown its budget before each observation and folds
     past steps with a ``fold`` tool, the offline folding rule (or ``summary_model``)
     folds near the red line, tiered compression guards it
-    (:class:`~langgraph_ctx.middleware.BudgetAwareFolding`);
+    (:class:`~langgraph_ctx.strategies.BudgetAwareFolding`);
     ``"none"``: nothing rewrites the history, pre-flight fits each call's prompt
-    (:class:`~langgraph_ctx.agent.strategies.NoStrategy`; the baseline);
+    (:class:`~langgraph_ctx.strategies.registry.NoStrategy`; the baseline);
     or a middleware instance of your own, in compression's place."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
@@ -375,8 +375,10 @@ def _check_model(model: Any, options: AgentOptions) -> None:
             if isinstance(model, str)
             else ""
         )
-        if not hint and "with_structured_output" in methods and all(
-            callable(getattr(model, m, None)) for m in methods[:-1]
+        if (
+            not hint
+            and "with_structured_output" in methods
+            and all(callable(getattr(model, m, None)) for m in methods[:-1])
         ):
             # Only think's structured thought is missing: say how to go without it.
             hint = (

@@ -42,11 +42,11 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_int, check_str
-from langgraph_ctx.agent.strategies import STRATEGIES
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
 from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.registry import STRATEGIES
 from langgraph_ctx.tokens import TokenCounter
 
 Kind = Literal["mcp", "tool", "workflow", "analysis", "composition", "custom"]
@@ -81,7 +81,7 @@ class SubAgentSpec:
     """Sub-agents it may delegate to in turn."""
     strategy: str = "tiered"
     """How it keeps its own history in budget: a name of the ``strategy=`` registry
-    (:data:`~langgraph_ctx.agent.strategies.STRATEGIES`)."""
+    (:data:`~langgraph_ctx.strategies.registry.STRATEGIES`)."""
 
     def __post_init__(self) -> None:
         check_str("SubAgentSpec.name", self.name)

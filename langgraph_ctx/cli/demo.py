@@ -25,12 +25,13 @@ from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.ledger import event_data
-from langgraph_ctx.middleware import PreflightCheck, TieredCompression
+from langgraph_ctx.middleware import PreflightCheck
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.events import SQLiteEventSink
+from langgraph_ctx.strategies import TieredCompression
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.workloads import Workload, generate_session
 

@@ -1,6 +1,6 @@
 """Summarizers (public) and the machinery of tiered compression (private modules).
 
-The middleware that runs compression is :class:`langgraph_ctx.middleware.TieredCompression`;
+The middleware that runs compression is :class:`langgraph_ctx.strategies.TieredCompression`;
 this package holds what it uses (the tier planner it shares with the other
 strategies is in :mod:`langgraph_ctx.history`): the offline extractive
 summarizer (``_extractive``), entity retention (``_entities``) and the

@@ -18,7 +18,7 @@ and their tool partners), summaries, and each message's header: if that alone
 is over, the prompt cannot fit and :class:`Fit.over` says by how much.
 
 Pure: it reads messages and returns new ones. The callers archive, persist
-and record (:class:`~langgraph_ctx.middleware.TieredCompression` persists its
+and record (:class:`~langgraph_ctx.strategies.TieredCompression` persists its
 reductions; :class:`~langgraph_ctx.middleware.PreflightCheck`'s last-line
 guard makes them in the prompt only, the history keeping every original).
 """

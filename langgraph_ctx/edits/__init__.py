@@ -8,7 +8,7 @@
   relies on: originals archived first, the rewrite persisted with the node's
   update, every operation and its rationale in the ledger: :func:`apply_edits`.
 
-AdaCoM's manager (:class:`~langgraph_ctx.middleware.AdaptiveContextManager`),
+AdaCoM's manager (:class:`~langgraph_ctx.strategies.AdaptiveContextManager`),
 ARC's and BACM's folds and tiered compression (its summaries and compacted
 results as ready-made operations, :meth:`EditOp.replacing`) are built on it.
 """

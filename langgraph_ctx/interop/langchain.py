@@ -69,7 +69,6 @@ from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
 from langgraph_ctx.history import is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.glimpse import Glimpse
-from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import (
     ANNOTATION,
     REFRESHES,
@@ -93,7 +92,8 @@ from langgraph_ctx.pipeline import (
 )
 from langgraph_ctx.pipeline.wiring import middleware_list
 from langgraph_ctx.state import SNAPSHOT_EVERY, LedgerEntry, ledger_reducer, merge_records
-from langgraph_ctx.strategies.pace_glimpse import StepSource
+from langgraph_ctx.strategies.pace.glimpse import StepSource
+from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 from langgraph_ctx.tokens import TokenCounter
 
 NODE = "model"  # create_agent's model node: the ``node`` of our ledger entries
@@ -106,7 +106,7 @@ class ContextAgentState(AgentState[Any]):
     pace_chunks: NotRequired[
         Annotated[dict[str, Any], DeltaChannel(merge_records, snapshot_frequency=SNAPSHOT_EVERY)]
     ]
-    """What :class:`~langgraph_ctx.middleware.PredictiveExtraction` keeps for resume."""
+    """What :class:`~langgraph_ctx.strategies.PredictiveExtraction` keeps for resume."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
@@ -145,7 +145,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
                 agent the ``glimpse`` tool (this middleware's ``tools``; its
                 answers capped at ``Glimpse.max_tokens``, as the agent state
                 keeps no ``session`` for a budget-sized cap). With a
-                :class:`~langgraph_ctx.middleware.PredictiveExtraction` layer the
+                :class:`~langgraph_ctx.strategies.PredictiveExtraction` layer the
                 tool is there anyway and also reads PACE's steps by id.
             recall_refresh: where the recall block goes from call to call
                 (``"delta"``, ``"call"`` or ``"compression"``; see

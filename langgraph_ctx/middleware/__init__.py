@@ -1,11 +1,8 @@
-"""Built-in middleware, one per module."""
+"""The generic, strategy-free middleware, one per module. The strategies (tiered
+compression, AdaCoM, ARC, BACM, PACE) live in :mod:`langgraph_ctx.strategies`,
+the layer above: nothing here imports them."""
 
-from langgraph_ctx.middleware.adaptive_manager import AdaptiveContextManager
-from langgraph_ctx.middleware.arc_manager import ReflectiveContextManager
-from langgraph_ctx.middleware.budget_folding import BudgetAwareFolding
-from langgraph_ctx.middleware.compression import TieredCompression
 from langgraph_ctx.middleware.glimpse import Glimpse
-from langgraph_ctx.middleware.pace import PredictiveExtraction
 from langgraph_ctx.middleware.placement import ProviderPlacement
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.middleware.recall import MemoryRecall
@@ -13,15 +10,10 @@ from langgraph_ctx.middleware.summary_observer import SummaryObserver
 from langgraph_ctx.middleware.tool_eviction import ToolEviction
 
 __all__ = [
-    "AdaptiveContextManager",
-    "BudgetAwareFolding",
     "Glimpse",
     "MemoryRecall",
-    "PredictiveExtraction",
     "PreflightCheck",
     "ProviderPlacement",
-    "ReflectiveContextManager",
     "SummaryObserver",
-    "TieredCompression",
     "ToolEviction",
 ]

@@ -38,9 +38,8 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_has, check_int
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import summary_info
+from langgraph_ctx.markers import SUMMARY_ID, summary_info
 from langgraph_ctx.middleware._room import RoomFiller
-from langgraph_ctx.middleware.compression import SUMMARY_ID
 from langgraph_ctx.pipeline import CallContext, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive, searchable_text
 from langgraph_ctx.tokens import TokenCounter

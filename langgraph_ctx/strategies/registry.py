@@ -1,130 +1,66 @@
-"""The ``strategy=`` registry: the middleware each named strategy puts in
-compression's slot, for :func:`~langgraph_ctx.agent.create_context_agent` and for
-a pipeline of your own.
+"""The ``strategy=`` registry: ONE place mapping each strategy's name to the builder
+of the middleware it puts in compression's slot. :func:`~langgraph_ctx.agent.create_context_agent`
+(``strategy=...``), the fuzz and conformance suites and the benchmarks read it; so
+does a pipeline of your own, through :func:`strategy_middleware`.
 
-Each is built from the same three things: the optional ``summary_model`` (the
-strategy's summarizer, manager or policy; without one it runs offline), the
-``archive`` for what it removes, and the agent's model nodes. Whether it runs on
-all of them or on the agent's own call only is each strategy's decision, below.
+Each builder is its folder's ``build`` (``strategies/<name>/__init__.py``), made
+from the same four things: the optional ``summary_model`` (the strategy's
+summarizer, manager or policy; without one it runs offline), the ``archive`` for
+what it removes, the agent's model nodes, and whether recall is on. Whether it
+runs on all the nodes or on the agent's own call only is each strategy's decision.
+Adding a strategy: its folder with a ``build``, and one line in :data:`BUILDERS`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 
-from langgraph_ctx import ledger
-from langgraph_ctx._checks import check_bool
-from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.ledger.core import CeilingFitBy
 from langgraph_ctx.middleware import (
-    AdaptiveContextManager,
-    BudgetAwareFolding,
     Glimpse,
     MemoryRecall,
-    PredictiveExtraction,
     PreflightCheck,
     ProviderPlacement,
-    ReflectiveContextManager,
-    TieredCompression,
     ToolEviction,
 )
-from langgraph_ctx.middleware.compression import RECALL_TARGET
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
-from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-
-STRATEGIES = ("tiered", "adacom", "arc", "pace", "bacm", "none")
-"""The strategies :class:`~langgraph_ctx.agent.AgentOptions` names; a middleware
-instance is the other way to give one. ``"none"`` manages nothing (:class:`NoStrategy`)."""
-
-AGENT_OWN = (PreflightCheck, ToolEviction, MemoryRecall, Glimpse, ProviderPlacement)
-"""Layers the agent adds itself: as ``strategy=`` each would run twice on a call."""
+from langgraph_ctx.pipeline import Middleware
+from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies import adacom, arc, bacm, none, pace, tiered
 
 
-class NoStrategy(Middleware):
-    """``strategy="none"``: nothing rewrites the history. Each call's prompt is still
-    fitted by pre-flight's ceiling (cut for that call only; the checkpoint keeps every
-    message whole), so this is the baseline the other strategies are measured against.
+class Builder(Protocol):
+    """A strategy's ``build``: the middleware for one agent."""
 
-    With ``recall=True`` a user expects "no management, plus recall": the history
-    stays whole, and what a call cannot show is not lost to the model but found
-    again when a question needs it. So, on a prompt over its room, this layer
-    does the cut itself, before recall, for this call only: the oldest turns left
-    out and the largest tool results digested (pre-flight's own fit), down to the
-    red line less recall's share (:data:`RECALL_SHARE` of the auxiliary allocation),
-    and it puts the originals it left out or digested into ``archive``. Recall
-    then searches them and fills the room kept for it; ``glimpse`` reads them
-    whole. Without this, recall found an empty archive and its tool's schema
-    pushed one more old turn out: recall on kept fewer answers than off. A prompt
-    within its room is passed through; so is every call with recall off."""
-
-    name = "no_strategy"
-    priority = 30  # the strategy's slot: after pre-flight's report, before recall
-
-    def __init__(
+    def __call__(
         self,
         *,
         archive: MessageArchive | None,
+        summary_model: BaseChatModel | None,
         nodes: Sequence[str],
-        recall: bool = False,
-    ) -> None:
-        super().__init__(nodes=nodes)
-        self.archive: MessageArchive = archive if archive is not None else InMemoryArchive()
-        self.recall = check_bool("NoStrategy.recall", recall)
-
-    def before(self, view: View, ctx: CallContext) -> Hook[View]:
-        if not self.recall or ctx.node != "call_llm":
-            return view
-        report = ctx.measured()
-        target = ctx.budget.red_line - int(RECALL_SHARE * ctx.budget.auxiliary)
-        calibration = max(report.calibration, 1.0)
-        over = math.ceil((report.total - target) / calibration)
-        if over <= 0:
-            return view
-        messages: list[BaseMessage] = list(view.get("messages") or ())
-        memo = ctx.session.scratch.setdefault(_FIT_MEMO, {})
-        fit = fit_prompt(messages, over, ctx.session.cache.count_of, ctx.counter, memo=memo)
-        if fit.tokens_before == fit.tokens_after:
-            return view
-        # Each original is archived once: the set keeps the archive's writes to
-        # what this call newly leaves out, not the whole left-out past.
-        done: set[str] = ctx.session.scratch.setdefault(_ARCHIVED, set())
-        omitted = set(fit.omitted)
-        left = [m for m in messages if m.id in omitted and m.id not in done]
-        left += [m for m in fit.originals if m.id is not None and m.id not in done]
-        if left:
-            thread, namespace = ctx.thread_id or "default", graph_namespace(ctx.config)
-            archive = self.archive
-
-            def put() -> None:
-                archive.put(thread, left, reason="left_out", namespace=namespace)
-
-            async def aput() -> None:
-                await archive.aput(thread, left, reason="left_out", namespace=namespace)
-
-            try:
-                yield IOCall(put, aput)
-                done.update(str(m.id) for m in left)
-            except Exception as exc:
-                # Nothing is lost (the checkpoint keeps every original): this call
-                # goes on, recall without them, and the next call writes them again.
-                ctx.record("archive_error", ledger.ArchiveError(by=self.name, error=f"{exc!r}"))
-        ctx.adjust_usage("messages", fit.tokens_after - fit.tokens_before)
-        ctx.record("ceiling_enforced", CeilingFitBy(scope="prompt", by=self.name, **fit.as_dict()))
-        return view.replace(messages=fit.messages)
+        recall: bool,
+    ) -> Middleware: ...
 
 
-RECALL_SHARE = 1.0
-"""The share of the budget's auxiliary allocation a call with recall keeps free
-of history when its history does not fit whole: the room recall fills."""
-_FIT_MEMO = "no_strategy.fit_memo"
-"""Session scratch key: the fit's reductions, for the next call (as pre-flight's)."""
-_ARCHIVED = "no_strategy.archived"
-"""Session scratch key: ids this process already put in the archive (memory only)."""
+BUILDERS: dict[str, Builder] = {
+    "tiered": tiered.build,
+    "adacom": adacom.build,
+    "arc": arc.build,
+    "pace": pace.build,
+    "bacm": bacm.build,
+    "none": none.build,
+}
+"""Name -> builder, the default (``"tiered"``) first."""
+
+STRATEGIES = tuple(BUILDERS)
+"""The strategies :class:`~langgraph_ctx.agent.AgentOptions` names; a middleware
+instance is the other way to give one. ``"none"`` manages nothing
+(:class:`~langgraph_ctx.strategies.none.middleware.NoStrategy`)."""
+
+AGENT_OWN = (PreflightCheck, ToolEviction, MemoryRecall, Glimpse, ProviderPlacement)
+"""Layers the agent adds itself: as ``strategy=`` each would run twice on a call."""
 
 
 def strategy_middleware(
@@ -140,7 +76,7 @@ def strategy_middleware(
     pipeline of your own (and for the fuzz suite, which runs every name in
     :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
     recall over the archive is on, so tiered compression aims deeper
-    (:data:`~langgraph_ctx.middleware.compression.RECALL_TARGET` of the room,
+    (:data:`~langgraph_ctx.strategies.tiered.middleware.RECALL_TARGET` of the room,
     never below what the protected turns need)."""
     if isinstance(strategy, AGENT_OWN):
         raise ConfigurationError(
@@ -151,25 +87,9 @@ def strategy_middleware(
         )
     if isinstance(strategy, Middleware):
         return strategy
-    if strategy == "tiered":
-        return TieredCompression(
-            summarizer=summary_model,
-            archive=archive,
-            nodes=nodes,
-            target_utilization=RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET,
-        )
-    if strategy == "adacom":
-        # The agent's own call only: a manager call per thought would double its cost.
-        return AdaptiveContextManager(manager=summary_model, archive=archive, nodes=["call_llm"])
-    if strategy == "pace":  # ephemeral per call: every model node needs it
-        return PredictiveExtraction(summarizer=summary_model, nodes=nodes)
-    if strategy == "arc":
-        return ReflectiveContextManager(manager=summary_model, archive=archive, nodes=["call_llm"])
-    if strategy == "bacm":
-        # On every model node: the first to see a new observation shows the budget first.
-        return BudgetAwareFolding(policy=summary_model, archive=archive, nodes=nodes)
-    if strategy == "none":
-        return NoStrategy(archive=archive, nodes=nodes, recall=recall)
+    builder = BUILDERS.get(strategy) if isinstance(strategy, str) else None
+    if builder is not None:
+        return builder(archive=archive, summary_model=summary_model, nodes=nodes, recall=recall)
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
     )

@@ -424,7 +424,7 @@ def run_worker(cell: Cell, url: str, turns: range) -> Record:
     return Record(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-LEXICAL_PACE = ("langgraph_ctx.strategies.pace_scorer.minilm_available", lambda: False)
+LEXICAL_PACE = ("langgraph_ctx.strategies.pace.scorer.minilm_available", lambda: False)
 """Patched in: PACE scores steps lexically, as it does without the ``embeddings``
 extra (the core install). The matrix is about combinations, and the encoder would
 cost most of its time; the default with the extra has a cell of its own."""

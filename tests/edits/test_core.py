@@ -191,7 +191,7 @@ def test_a_pinned_message_protects_its_tool_exchange() -> None:
 
 
 def test_edit_ops_and_pydantic_models_are_accepted() -> None:
-    from langgraph_ctx.strategies import Modification
+    from langgraph_ctx.strategies.adacom.policy import Modification
 
     plan = plan_edits(
         history(),

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langgraph_ctx import pin
 from langgraph_ctx.edits import plan_edits
-from langgraph_ctx.strategies import FoldAction, FoldRefused, commit_blocks, fold_ops
+from langgraph_ctx.strategies.bacm.policy import FoldAction, FoldRefused, commit_blocks, fold_ops
 from langgraph_ctx.tokens import TokenCounter
 
 COUNTER = TokenCounter()

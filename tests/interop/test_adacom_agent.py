@@ -18,7 +18,7 @@ from langgraph_ctx import ConfigurationError, PreflightCheck, TieredCompression
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.edits import is_note
 from langgraph_ctx.interop import ContextMiddleware
-from langgraph_ctx.middleware import AdaptiveContextManager
+from langgraph_ctx.strategies import AdaptiveContextManager
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.agents import one_tool_agent
 

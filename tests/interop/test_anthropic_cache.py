@@ -28,7 +28,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import Budget, MemoryBank, MemoryRecall, PreflightCheck, TieredCompression
 from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.markers import RECALL_PREFIX, SUMMARY_PREFIX
-from langgraph_ctx.middleware import ReflectiveContextManager
+from langgraph_ctx.strategies import ReflectiveContextManager
 
 PROMPT = "You are a stock assistant."
 MEMORY = "Rotterdam stock is counted every Monday."

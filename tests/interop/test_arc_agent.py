@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import PreflightCheck
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.interop import ContextMiddleware
-from langgraph_ctx.middleware import ReflectiveContextManager
-from langgraph_ctx.strategies import CHECKLIST_TITLE, MEMORY_TITLE
+from langgraph_ctx.strategies import ReflectiveContextManager
+from langgraph_ctx.strategies.arc.manager import CHECKLIST_TITLE, MEMORY_TITLE
 from langgraph_ctx.testing import ScriptedChatModel
 
 TASK = "Check the stock of S0, S1 and S2."

@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import Budget, BudgetAwareFolding, PreflightCheck
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.interop import ContextMiddleware
-from langgraph_ctx.strategies import FOLD_TOOL
+from langgraph_ctx.strategies.bacm.policy import FOLD_TOOL
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.agents import one_tool_agent
 

@@ -22,9 +22,10 @@ from langgraph_ctx.agent.nodes.think import Thought
 from langgraph_ctx.agent.nodes.think import note as plan_trace
 from langgraph_ctx.edits import is_note, is_working_note
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware import AdaptiveContextManager
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import ManagerRequest, OfflinePolicy
+from langgraph_ctx.strategies import AdaptiveContextManager
+from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
+from langgraph_ctx.strategies.adacom.policy import ManagerRequest
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

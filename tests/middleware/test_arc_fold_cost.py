@@ -15,9 +15,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
-from langgraph_ctx.middleware import ReflectiveContextManager
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import OfflineArcManager
+from langgraph_ctx.strategies import ReflectiveContextManager
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

@@ -27,15 +27,15 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware import ReflectiveContextManager
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import (
+from langgraph_ctx.strategies import ReflectiveContextManager
+from langgraph_ctx.strategies.arc.manager import (
     CHECKLIST_TITLE,
     MEMORY_TITLE,
     MemoryUpdate,
-    OfflineArcManager,
     UpdateRequest,
 )
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
 from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
 
 TASK = "Find the carrier of orders A-1, A-2 and A-3. Each must ship before 2026-03-01."

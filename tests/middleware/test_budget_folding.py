@@ -24,15 +24,16 @@ from langgraph_ctx import (
     call_llm_node,
 )
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.strategies import (
+from langgraph_ctx.strategies.bacm import policy as bacm
+from langgraph_ctx.strategies.bacm.offline import OfflineFoldPolicy
+from langgraph_ctx.strategies.bacm.policy import (
+    FOLD_ACK,
     FOLD_TOOL,
     FoldAction,
     FoldRequest,
-    OfflineFoldPolicy,
-    bacm,
+    block_id,
     commit_blocks,
 )
-from langgraph_ctx.strategies.bacm import FOLD_ACK, block_id
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -200,7 +201,7 @@ def test_the_offline_policy_folds_oldest_unreferenced_first() -> None:
     policy = OfflineFoldPolicy(keep_last=1)
 
     def request(excess: int) -> FoldRequest:
-        from langgraph_ctx.strategies import BudgetState
+        from langgraph_ctx.strategies.bacm.policy import BudgetState
 
         state = BudgetState(used=500, pending=50, limit=600)
         return FoldRequest(blocks=blocks, current=block_id("a4"), state=state, excess=excess)
@@ -293,7 +294,7 @@ def test_the_current_question_is_never_folded_away_from_the_end() -> None:
 def test_no_fold_takes_the_last_user_message(shape: list[str]) -> None:
     """Whatever the history, an "ALL" fold (agent's or policy's) never names the
     block of the current turn's question."""
-    from langgraph_ctx.middleware.budget_folding import _current
+    from langgraph_ctx.strategies.bacm.middleware import _current
 
     messages: list[BaseMessage] = [HumanMessage(TASK, id="task")]
     for n, kind in enumerate(shape):

@@ -196,7 +196,7 @@ def test_recall_never_anchors_in_arcs_memory() -> None:
     from langchain_core.tools import tool
 
     from langgraph_ctx.markers import RECALL_PREFIX
-    from langgraph_ctx.strategies.arc import MEMORY_TITLE
+    from langgraph_ctx.strategies.arc.manager import MEMORY_TITLE
 
     @tool
     def get_order(order_id: str) -> str:

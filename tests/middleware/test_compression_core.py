@@ -17,8 +17,8 @@ from langgraph_ctx.edits import EditOp, EditPlan
 from langgraph_ctx.edits import apply as edits_apply
 from langgraph_ctx.history import Plan, pair_results
 from langgraph_ctx.markers import summary_info
-from langgraph_ctx.middleware import compression as compression_module
 from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.strategies.tiered import middleware as compression_module
 from tests.middleware.test_compression import cfg, events, feed, make_graph
 
 

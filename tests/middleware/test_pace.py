@@ -23,11 +23,11 @@ from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware import PredictiveExtraction
 from langgraph_ctx.middleware.glimpse import Glimpse, GlimpseRequest
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings, StepSource
-from langgraph_ctx.strategies.pace import (
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PredictiveExtraction
+from langgraph_ctx.strategies.pace.glimpse import StepSource
+from langgraph_ctx.strategies.pace.policy import (
     BRIEF,
     DETAILED,
     FULL,
@@ -38,7 +38,7 @@ from langgraph_ctx.strategies.pace import (
     select,
     thresholds,
 )
-from langgraph_ctx.strategies.pace_scorer import relative_weights, unit
+from langgraph_ctx.strategies.pace.scorer import relative_weights, unit
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -459,7 +459,7 @@ def test_step_source_resolves_ids_and_leaves_other_references_to_the_next_source
 @pytest.mark.slow
 def test_default_scorer_is_minilm_when_the_extra_is_installed() -> None:
     from langgraph_ctx.retrieval.embeddings import minilm_available
-    from langgraph_ctx.strategies import default_scorer
+    from langgraph_ctx.strategies.pace.scorer import default_scorer
 
     if not minilm_available():
         assert isinstance(default_scorer(), LexicalScorer)

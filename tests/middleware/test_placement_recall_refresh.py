@@ -319,8 +319,8 @@ def _compressions(events: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
 
 
 def test_the_agent_with_recall_compresses_deeper_and_keeps_recall_per_turn() -> None:
-    from langgraph_ctx.agent.strategies import strategy_middleware
-    from langgraph_ctx.middleware.compression import RECALL_TARGET
+    from langgraph_ctx.strategies.registry import strategy_middleware
+    from langgraph_ctx.strategies.tiered.middleware import RECALL_TARGET
 
     with_recall = strategy_middleware("tiered", recall=True)
     without = strategy_middleware("tiered")

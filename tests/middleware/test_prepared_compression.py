@@ -409,7 +409,7 @@ def test_a_kill_between_preparation_and_application_loses_nothing(tmp_path: Path
 def test_a_ready_preparation_is_not_planned_again_on_every_yellow_call(monkeypatch: Any) -> None:
     # Planning is a pass over the whole history: in the yellow zone it runs when the
     # history has grown enough to move the span (REPLAN_SHARE of it), not per call.
-    from langgraph_ctx.middleware import compression as module
+    from langgraph_ctx.strategies.tiered import middleware as module
 
     plans: list[int] = []
     real = module.plan_compression

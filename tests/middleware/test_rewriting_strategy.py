@@ -16,13 +16,13 @@ from typing_extensions import TypedDict
 
 from langgraph_ctx import Pipeline, PreflightCheck
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.middleware import (
+from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.strategies import (
     AdaptiveContextManager,
     BudgetAwareFolding,
     ReflectiveContextManager,
     TieredCompression,
 )
-from langgraph_ctx.storage.archive import InMemoryArchive
 
 STRATEGIES = [
     TieredCompression,

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
-from langgraph_ctx.strategies import ChecklistItem, OfflineArcManager, UpdateRequest
+from langgraph_ctx.strategies.arc.manager import ChecklistItem, UpdateRequest
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
 
 TASK = (
     "I am planning a trip. Find a flight from Lyon to Oslo on 2026-05-02. "

@@ -7,8 +7,15 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langgraph_ctx.strategies import TRIGGERS, FoldSettings, StallState
-from langgraph_ctx.strategies.arc_signals import CALL_WINDOW, facts_of, observe, signature
+from langgraph_ctx.strategies import FoldSettings
+from langgraph_ctx.strategies.arc.signals import (
+    CALL_WINDOW,
+    TRIGGERS,
+    StallState,
+    facts_of,
+    observe,
+    signature,
+)
 
 SETTINGS = FoldSettings(count=len, stall_turns=3, memory_full=1_000)
 

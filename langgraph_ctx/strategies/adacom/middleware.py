@@ -64,17 +64,17 @@ from langgraph_ctx.edits import (
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.markers import pin
-from langgraph_ctx.middleware._strategy import RewritingStrategy
-from langgraph_ctx.middleware.compression import _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
-from langgraph_ctx.strategies import (
+from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
+from langgraph_ctx.strategies.adacom.policy import (
     NOTE_TITLE,
     ChatModelManager,
     ContextManagerPolicy,
     ManagerRequest,
-    OfflinePolicy,
 )
+from langgraph_ctx.strategies.base import RewritingStrategy
+from langgraph_ctx.strategies.tiered.middleware import _kept_recall
 
 NOTE_ID = "lgctx-working-note"
 """The id of the working note until the manager first rewrites it."""

@@ -38,8 +38,8 @@ from langgraph_ctx._checks import check_int
 from langgraph_ctx.compression import entities
 from langgraph_ctx.edits import EditOp, is_edited, is_note, is_working_note
 from langgraph_ctx.history import tool_units
-from langgraph_ctx.strategies._offline import OfflineBaseline
-from langgraph_ctx.strategies.adacom import NOTE_TITLE, ManagerRequest
+from langgraph_ctx.strategies.adacom.policy import NOTE_TITLE, ManagerRequest
+from langgraph_ctx.strategies.base import OfflineBaseline
 
 CONSTRAINT_CUES = re.compile(
     r"\b(must|should|need|needs|only|at least|at most|no more than|no later than|before|after|"

@@ -9,7 +9,7 @@ the shape of the paper's public fork::
 Anything with ``propose``/``apropose`` over a :class:`ManagerRequest` is a
 manager (:class:`ContextManagerPolicy`): :class:`ChatModelManager` asks any
 LangChain chat model through structured output;
-:class:`~langgraph_ctx.strategies.adacom_offline.OfflinePolicy` needs no model.
+:class:`~langgraph_ctx.strategies.adacom.offline.OfflinePolicy` needs no model.
 Their answers go through the edit core, which refuses what breaks the
 guarantees (pinned content, the working note, tool pairs): a manager is
 trusted with judgement, never with safety.

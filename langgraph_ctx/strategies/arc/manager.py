@@ -11,16 +11,16 @@ interaction raw. A context manager keeps the other two:
   also updates the checklist and may flag that the memory needs reflection;
 - **reflection** (section 3.2.2) rewrites memory and checklist together
   (non-local edits: merge, drop outdated values, re-emphasize), when a stall
-  signal fires (:mod:`~langgraph_ctx.strategies.arc_signals`) or the update
+  signal fires (:mod:`~langgraph_ctx.strategies.arc.signals`) or the update
   flagged it. It reorganizes internal state only: it never prescribes actions.
 
 Anything with ``checklist_for``/``update``/``reflect`` (and the async twins) is
 a manager (:class:`ArcManager`):
-:class:`~langgraph_ctx.strategies.arc_model.ChatModelArcManager` asks any
+:class:`~langgraph_ctx.strategies.arc.model.ChatModelArcManager` asks any
 LangChain chat model through structured output;
-:class:`~langgraph_ctx.strategies.arc_offline.OfflineArcManager` needs no model.
+:class:`~langgraph_ctx.strategies.arc.offline.OfflineArcManager` needs no model.
 :func:`fold` runs one update and, when due, the reflection: the unit of work
-the middleware (:class:`~langgraph_ctx.middleware.ReflectiveContextManager`)
+the middleware (:class:`~langgraph_ctx.strategies.ReflectiveContextManager`)
 runs in the background.
 """
 
@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
-from langgraph_ctx.strategies.arc_signals import FoldSettings, StallState, Triggers, observe
+from langgraph_ctx.strategies.arc.signals import FoldSettings, StallState, Triggers, observe
 
 CHECKLIST_TITLE = "[Checklist]"
 """The first line of the checklist message."""

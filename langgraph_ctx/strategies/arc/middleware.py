@@ -18,7 +18,7 @@ Every call of the node, before the actor's model call:
    the new one's prefix, so it is not archived (nothing is lost), and only the
    entry is counted (the memory carries its token count). A fold's work is the
    interaction's, however long the memory has grown. When a stall signal fires
-   (:mod:`~langgraph_ctx.strategies.arc_signals`) or the manager flags it,
+   (:mod:`~langgraph_ctx.strategies.arc.signals`) or the manager flags it,
    **reflection** rewrites memory and checklist together, as a second edit, the
    one step whose cost is the memory's: the memory it replaced is archived under
    its id, and :meth:`ReflectiveContextManager.undo_reflection` puts it back.
@@ -57,13 +57,13 @@ from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
 from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
-from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
-from langgraph_ctx.strategies import arc
-from langgraph_ctx.strategies.arc_model import ChatModelArcManager
-from langgraph_ctx.strategies.arc_offline import OfflineArcManager
-from langgraph_ctx.strategies.arc_signals import FoldSettings, StallState
+from langgraph_ctx.strategies.arc import manager as arc
+from langgraph_ctx.strategies.arc.model import ChatModelArcManager
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
+from langgraph_ctx.strategies.arc.signals import FoldSettings, StallState
+from langgraph_ctx.strategies.base import RewritingStrategy
 
 CHECKLIST_ID = "lgctx-arc-checklist"
 MEMORY_ID = "lgctx-arc-memory"

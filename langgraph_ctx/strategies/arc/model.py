@@ -14,14 +14,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from langgraph_ctx.compression import transcript
-from langgraph_ctx.strategies.arc import (
+from langgraph_ctx.strategies.arc.manager import (
     ArcManager,
     ChecklistItem,
     MemoryUpdate,
     Reflection,
     UpdateRequest,
 )
-from langgraph_ctx.strategies.arc_offline import OfflineArcManager
+from langgraph_ctx.strategies.arc.offline import OfflineArcManager
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)

@@ -34,10 +34,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langgraph_ctx._checks import check_int, check_number
 from langgraph_ctx.compression import entities
 from langgraph_ctx.retrieval.text import content_words, sentences
-from langgraph_ctx.strategies._offline import OfflineBaseline
-from langgraph_ctx.strategies.adacom_offline import CONSTRAINT_CUES
-from langgraph_ctx.strategies.arc import ChecklistItem, MemoryUpdate, Reflection, UpdateRequest
-from langgraph_ctx.strategies.arc_signals import signature
+from langgraph_ctx.strategies.adacom.offline import CONSTRAINT_CUES
+from langgraph_ctx.strategies.arc.manager import (
+    ChecklistItem,
+    MemoryUpdate,
+    Reflection,
+    UpdateRequest,
+)
+from langgraph_ctx.strategies.arc.signals import signature
+from langgraph_ctx.strategies.base import OfflineBaseline
 
 GOAL_CUES = re.compile(
     r"\b(find|get|look up|check|verify|confirm|determine|identify|list|compute|calculate|"

@@ -1,6 +1,6 @@
 """BACM: the agent sees its budget before each observation and folds its past steps.
 
-Before a model call, in order (see :mod:`langgraph_ctx.strategies.bacm` for
+Before a model call, in order (see :mod:`langgraph_ctx.strategies.bacm.policy` for
 blocks, the budget state and the fold action):
 
 1. **The agent's fold.** If the agent's last message called ``fold``
@@ -58,12 +58,12 @@ from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.strategies import FoldApplied, FoldApplyRefused, FoldRefused
 from langgraph_ctx.markers import KEY, PER_CALL_TAIL
-from langgraph_ctx.middleware._strategy import RewritingStrategy
-from langgraph_ctx.middleware.compression import TieredCompression, _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
-from langgraph_ctx.strategies import bacm
-from langgraph_ctx.strategies.bacm_offline import OfflineFoldPolicy
+from langgraph_ctx.strategies.bacm import policy as bacm
+from langgraph_ctx.strategies.bacm.offline import OfflineFoldPolicy
+from langgraph_ctx.strategies.base import RewritingStrategy
+from langgraph_ctx.strategies.tiered.middleware import TieredCompression, _kept_recall
 
 
 class BudgetAwareFolding(RewritingStrategy):

@@ -30,8 +30,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph_ctx._checks import check_has, check_int, check_number
 from langgraph_ctx.compression import Summarizer
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.strategies._offline import OfflineBaseline
-from langgraph_ctx.strategies.bacm import FOLD_HEAD, CommitBlock, FoldAction, FoldRequest
+from langgraph_ctx.strategies.bacm.policy import FOLD_HEAD, CommitBlock, FoldAction, FoldRequest
+from langgraph_ctx.strategies.base import OfflineBaseline
 
 STEP_ID = re.compile(r"\bc[0-9a-f]{5}x*\b")
 """A step id as the agent writes it."""

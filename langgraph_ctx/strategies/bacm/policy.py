@@ -21,7 +21,7 @@
 Anything with ``decide``/``adecide`` over a :class:`FoldRequest` is a policy
 (:class:`FoldPolicy`): :class:`ChatModelFoldPolicy` asks a chat model for a
 :class:`FoldAction` through structured output;
-:class:`~langgraph_ctx.strategies.bacm_offline.OfflineFoldPolicy` needs no
+:class:`~langgraph_ctx.strategies.bacm.offline.OfflineFoldPolicy` needs no
 model. The agent itself folds with :func:`fold_tool`.
 """
 

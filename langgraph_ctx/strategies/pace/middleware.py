@@ -5,7 +5,7 @@ vector (one encoder call, with the query) and a background job for their
 summaries; every older step (all but the last ``recent``) is scored against the
 query (the task, the latest user message, the latest step), and shown in full,
 as a detailed or brief summary, or as a placeholder, by thresholds that rise
-with pressure (:mod:`langgraph_ctx.strategies.pace`); the whole is kept within
+with pressure (:mod:`langgraph_ctx.strategies.pace.policy`); the whole is kept within
 the message budget. Summaries are never waited for: one not ready yet leaves
 the step in full, or a placeholder if that does not fit.
 
@@ -13,7 +13,7 @@ All of it is ephemeral: the assembled messages are this call's view, and the
 history in the checkpoint is never rewritten, so nothing is lost and a step
 shown as a placeholder is one ``glimpse`` away
 (:class:`~langgraph_ctx.middleware.Glimpse` with a
-:class:`~langgraph_ctx.strategies.pace_glimpse.StepSource`). What resume needs
+:class:`~langgraph_ctx.strategies.pace.glimpse.StepSource`). What resume needs
 (each step's key vector and summaries) is checkpointed under ``pace_chunks``,
 keyed by step id, as it is made: a delta channel, so a step stores the records
 it added, not all of them. The history itself is best kept in one too
@@ -46,11 +46,10 @@ from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
 from langgraph_ctx.markers import is_view_only
-from langgraph_ctx.middleware._strategy import ContextStrategy
-from langgraph_ctx.middleware.compression import _kept_recall
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
-from langgraph_ctx.strategies.pace import (
+from langgraph_ctx.strategies.base import ContextStrategy
+from langgraph_ctx.strategies.pace.policy import (
     FULL,
     LEVELS,
     PaceSettings,
@@ -59,15 +58,16 @@ from langgraph_ctx.strategies.pace import (
     select,
     thresholds,
 )
-from langgraph_ctx.strategies.pace_scorer import (
+from langgraph_ctx.strategies.pace.scorer import (
     EmbeddingScorer,
     Scorer,
     default_scorer,
     relative_weights,
     unit,
 )
-from langgraph_ctx.strategies.pace_steps import CHANNEL, PaceSession, Step
-from langgraph_ctx.strategies.pace_summaries import start
+from langgraph_ctx.strategies.pace.steps import CHANNEL, PaceSession, Step
+from langgraph_ctx.strategies.pace.summaries import start
+from langgraph_ctx.strategies.tiered.middleware import _kept_recall
 
 BLOCK_TOKENS = 30
 """Room kept for the condensed blocks' title and message overhead: a first estimate.

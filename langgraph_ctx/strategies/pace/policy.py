@@ -3,7 +3,7 @@ past step gets in the next call.
 
 Every step (chunk) has four representations: full, a detailed summary, a brief
 1-2 sentence summary, and a placeholder (its id and a few words). With relative
-weights ``w`` from the scorer (:mod:`~langgraph_ctx.strategies.pace_scorer`):
+weights ``w`` from the scorer (:mod:`~langgraph_ctx.strategies.pace.scorer`):
 
 - pressure ``P = min(1, max(t / T_max, |C_{t-1}| / B))`` (eq. 6): steps so far
   against the expected task length, and the previous context against the budget;
@@ -17,7 +17,7 @@ weights ``w`` from the scorer (:mod:`~langgraph_ctx.strategies.pace_scorer`):
   out (their ids stay in sequence, so ``glimpse`` still reaches them).
 
 Only the decision lives here (numbers in, levels out); the middleware
-(:class:`langgraph_ctx.middleware.PredictiveExtraction`) gathers the numbers and
+(:class:`langgraph_ctx.strategies.PredictiveExtraction`) gathers the numbers and
 assembles the messages.
 """
 

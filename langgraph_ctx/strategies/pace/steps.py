@@ -24,9 +24,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx.compression import transcript
 from langgraph_ctx.markers import KEY, VIEW_ONLY, is_view_only
-from langgraph_ctx.strategies.pace import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
-from langgraph_ctx.strategies.pace_scorer import pack, unpack
-from langgraph_ctx.strategies.pace_summaries import SummaryJob
+from langgraph_ctx.strategies.pace.policy import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
+from langgraph_ctx.strategies.pace.scorer import pack, unpack
+from langgraph_ctx.strategies.pace.summaries import SummaryJob
 from langgraph_ctx.tokens import MessageTokenCache
 
 PLACEHOLDER_WORDS = 10

@@ -85,14 +85,15 @@ from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.ledger.core import CeilingChecked
 from langgraph_ctx.markers import (
     KEY,
+    SUMMARY_ID,
     SUMMARY_PREFIX,
     is_compacted,
     is_summary,
     summary_info,
 )
-from langgraph_ctx.middleware._strategy import RewritingStrategy
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.base import RewritingStrategy
 from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
@@ -906,10 +907,6 @@ def _summary_message(
         id=f"{SUMMARY_ID}{seq}",
         additional_kwargs={KEY: {"summary": info}},
     )
-
-
-SUMMARY_ID = "lgctx-summary-"
-"""A summary's message id is this and its sequence number."""
 
 
 def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:

@@ -1,0 +1,27 @@
+"""PACE (arXiv "Predictive Adaptive Context Extraction", ``strategy="pace"``):
+each past step shown at the granularity its relevance earns, per call.
+:mod:`.middleware` runs it (:class:`PredictiveExtraction`); :mod:`.policy` the
+granularity decision and :class:`PaceSettings`, :mod:`.scorer` the scorers,
+:mod:`.steps` the steps and their records, :mod:`.summaries` background
+summaries, :mod:`.glimpse` the glimpse tool's source of steps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+
+from langgraph_ctx.pipeline import Middleware
+from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
+
+
+def build(
+    *,
+    archive: MessageArchive | None,
+    summary_model: BaseChatModel | None,
+    nodes: Sequence[str],
+    recall: bool,
+) -> Middleware:
+    """The registry's builder: ephemeral per call, so every model node needs it."""
+    return PredictiveExtraction(summarizer=summary_model, nodes=nodes)
