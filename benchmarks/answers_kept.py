@@ -77,12 +77,15 @@ from pydantic import Field
 
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import Thought, create_context_agent
+from langgraph_ctx.strategies import STRATEGIES as REGISTRY
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter, load_encoding
 
-STRATEGIES = ("tiered", "none", "adacom", "arc", "bacm", "pace")
-"""Every strategy of the registry: the default first, then "none" (nothing manages the
-history; pre-flight's ceiling fits each call), the baseline the others should beat."""
+STRATEGIES = ("tiered", "none", *(n for n in REGISTRY if n not in ("tiered", "none")))
+"""Every strategy of the registry (:data:`langgraph_ctx.strategies.STRATEGIES`, so a
+new one is measured without an edit here): the default first, then "none" (nothing
+manages the history; pre-flight's ceiling fits each call), the baseline the others
+should beat, then the rest in the registry's order."""
 WINDOWS = (2_000, 4_000, 8_000, 32_000, 128_000)
 CACHE_WINDOWS = (32_000, 128_000)
 WORKLOADS = ("conversations", "bfcl", "tau")

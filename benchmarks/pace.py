@@ -48,7 +48,8 @@ from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PredictiveExtraction, PreflightCheck
 from langgraph_ctx.agent.nodes import call_llm_node
-from langgraph_ctx.strategies import EmbeddingScorer, LexicalScorer, PaceSettings
+from langgraph_ctx.state import with_keys
+from langgraph_ctx.strategies import EmbeddingScorer, LexicalScorer, PaceSettings, PaceState
 from langgraph_ctx.strategies.pace.middleware import KEYS_PER_CALL
 from langgraph_ctx.strategies.pace.scorer import Scorer
 from langgraph_ctx.strategies.pace.summaries import POOL
@@ -148,7 +149,7 @@ def run_pace(kind: str, s: Session, budget: int) -> list[Any]:
     model = retention._scripted(s)
     settings = PaceSettings(expected_steps=max(20, len(s.steps)))
     pace = PredictiveExtraction(scorer=scorer(kind), settings=settings)
-    builder = StateGraph(ContextState)
+    builder = StateGraph(with_keys(ContextState, PaceState))
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     builder.add_edge("call_llm", END)
@@ -297,7 +298,7 @@ def long_horizon(
             scorer=scorer(kind), settings=PaceSettings(expected_steps=2 * horizon)
         )
         pipeline = TimedPipeline([PreflightCheck(), pace], budget=setup.budget, clock=setup.clock)
-        builder = StateGraph(ContextState)
+        builder = StateGraph(with_keys(ContextState, PaceState))
         builder.add_node("call_llm", call_llm_node(setup.model))
         builder.add_edge(START, "call_llm")
         builder.add_edge("call_llm", END)
@@ -477,7 +478,7 @@ def longevity_row(turns: int, minutes: float, *, cached: bool) -> tuple[list[str
             scorer=scorer("lexical"), settings=PaceSettings(expected_steps=2 * turns)
         )
         pipeline = TimedPipeline([PreflightCheck(), pace], budget=setup.budget, clock=setup.clock)
-        builder = StateGraph(DeltaContextState)
+        builder = StateGraph(with_keys(DeltaContextState, PaceState))
         builder.add_node("call_llm", call_llm_node(setup.model))
         builder.add_edge(START, "call_llm")
         builder.add_edge("call_llm", END)
@@ -616,7 +617,7 @@ def overhead(sizes: Sequence[int], calls: int = 30) -> list[str]:
             ]
         clock = Clock()
         pace = PredictiveExtraction(scorer=LexicalScorer())
-        builder = StateGraph(ContextState)
+        builder = StateGraph(with_keys(ContextState, PaceState))
         builder.add_node("call_llm", call_llm_node(ScriptedChatModel(default="ok")))
         builder.add_edge(START, "call_llm")
         graph = (

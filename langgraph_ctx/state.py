@@ -14,9 +14,14 @@ Each field has a lifecycle, and the reducer encodes it:
 - ``context_ledger`` keeps only the last :data:`LEDGER_SIZE` entries, so the
   checkpoint does not grow with the session; the full history of events goes
   to the event table (see ``persistence``).
-- ``pace_chunks`` grows by one record per step, so it is a LangGraph
-  ``DeltaChannel``: a checkpoint stores only the records a step added, and a
-  read replays them onto the last snapshot.
+
+A strategy's own keys are not here: each strategy declares them (its
+``state_schema``, as LangChain v1's agent middleware does; PACE's ``pace_chunks``
+in :class:`~langgraph_ctx.strategies.PaceState`), and
+:func:`~langgraph_ctx.agent.create_context_agent` merges them into the graph's
+state (:func:`with_keys`). A graph of your own extends both::
+
+    class MyState(ContextState, PaceState): ...
 
 :class:`DeltaContextState` keeps ``messages`` in a ``DeltaChannel`` too, for
 histories that are never rewritten (PACE's): with ``add_messages`` every
@@ -33,6 +38,7 @@ the history work on it as well (LangGraph's own delta reducer ignores it).
 from __future__ import annotations
 
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from operator import attrgetter
 from typing import Annotated, Any, cast
@@ -192,12 +198,6 @@ class _ContextFields(TypedDict, total=False):
     """Session metadata: user, task, configuration."""
     context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
     """What the context manager did, bounded."""
-    pace_chunks: Annotated[
-        dict[str, Any], DeltaChannel(merge_records, snapshot_frequency=SNAPSHOT_EVERY)
-    ]
-    """PACE's per-step records for resume (key vector, summaries), by step id.
-    Empty unless ``strategy="pace"``. A delta channel: a step checkpoints the
-    records it added, not all of them."""
 
 
 class ContextState(_ContextFields, total=False):
@@ -218,9 +218,17 @@ class DeltaContextState(_ContextFields, total=False):
     """The conversation, stored as what each step added."""
 
 
-def declaration(key: str) -> str:
-    """How :class:`ContextState` declares ``key``, to copy into another state schema."""
-    annotation = ContextState.__annotations__.get(key)
+def declaration(key: str, *schemas: type[Any]) -> str:
+    """How :class:`ContextState`, or else one of ``schemas`` (a strategy's
+    ``state_schema``), declares ``key``, to copy into another state schema."""
+    annotation = next(
+        (
+            found
+            for schema in (ContextState, *schemas)
+            if (found := getattr(schema, "__annotations__", {}).get(key)) is not None
+        ),
+        None,
+    )
     # A string under ``from __future__ import annotations`` (a ForwardRef once
     # TypedDict has it): the declaration exactly as written above.
     text = getattr(annotation, "__forward_arg__", annotation)
@@ -237,3 +245,21 @@ def ledger_entry(
     return LedgerEntry(
         seq=seq, kind=kind, node=node, ts=time.time(), data=cast(dict[str, Any], data)
     )
+
+
+def with_keys(base: type[Any], *schemas: type[Any]) -> type[Any]:
+    """``base`` (a TypedDict state) extended with the keys of ``schemas`` (each a
+    TypedDict: a strategy's ``state_schema``) that it lacks: the state a graph runs
+    on when its strategy keeps keys of its own. ``base`` itself when it has them
+    all, so a schema given with them is used as it is. The keys keep their names
+    and channels, so a checkpoint written before still loads."""
+    have = set(getattr(base, "__annotations__", {}))
+    extra = [s for s in schemas if not set(getattr(s, "__annotations__", {})) <= have]
+    if not extra:
+        return base
+
+    def body(namespace: dict[str, Any]) -> None:
+        namespace["__module__"] = base.__module__
+        namespace["__doc__"] = base.__doc__
+
+    return types.new_class(base.__name__, (base, *extra), {"total": False}, body)

@@ -67,7 +67,7 @@ from langgraph_ctx import (
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
 from langgraph_ctx.middleware.placement import PLACEMENTS
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import LexicalScorer, PredictiveExtraction
+from langgraph_ctx.strategies import LexicalScorer, PaceState, PredictiveExtraction
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -92,7 +92,7 @@ WORDS = [
 ]
 
 
-class FuzzState(ContextState, total=False):
+class FuzzState(ContextState, PaceState, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
     remove: list[str]
     """Ids the user's node removes this step."""

@@ -30,8 +30,13 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph_ctx import Budget, ContextState, DeltaContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent import build_context_agent, create_context_agent
 from langgraph_ctx.agent.nodes import call_llm_node
-from langgraph_ctx.state import delta_messages
-from langgraph_ctx.strategies import LexicalScorer, PredictiveExtraction, TieredCompression
+from langgraph_ctx.state import delta_messages, with_keys
+from langgraph_ctx.strategies import (
+    LexicalScorer,
+    PaceState,
+    PredictiveExtraction,
+    TieredCompression,
+)
 from langgraph_ctx.testing import ScriptedChatModel
 
 # -- the reducer -------------------------------------------------------------------
@@ -91,7 +96,7 @@ def test_delta_messages_is_add_messages_whatever_the_batching(
 
 
 def pace_graph(schema: type[Any], conn: sqlite3.Connection) -> Any:
-    builder = StateGraph(schema)
+    builder = StateGraph(with_keys(schema, PaceState))
     builder.add_node("call_llm", call_llm_node(ScriptedChatModel(default="ok", report_usage=False)))
     builder.add_edge(START, "call_llm")
     pace = PredictiveExtraction(scorer=LexicalScorer())

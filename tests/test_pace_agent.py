@@ -31,7 +31,8 @@ from langgraph.graph import START, StateGraph
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.markers import is_view_only
-from langgraph_ctx.strategies import PredictiveExtraction
+from langgraph_ctx.state import with_keys
+from langgraph_ctx.strategies import PaceState, PredictiveExtraction
 from langgraph_ctx.strategies.pace import middleware as pace_middleware
 from langgraph_ctx.strategies.pace import scorer as pace_scorer
 from langgraph_ctx.strategies.pace.policy import PaceSettings
@@ -134,7 +135,7 @@ def test_a_node_that_removes_what_it_was_shown_as_ours_keeps_its_step() -> None:
     pace = PredictiveExtraction(
         scorer=LexicalScorer(), settings=PaceSettings(condense_when_fits=True), nodes=["tidy"]
     )
-    builder = StateGraph(ContextState)
+    builder = StateGraph(with_keys(ContextState, PaceState))
     builder.add_node("tidy", tidy)
     builder.add_edge(START, "tidy")
     pipeline = Pipeline([PreflightCheck(nodes=["tidy"]), pace], budget=Budget.for_window(16_000))

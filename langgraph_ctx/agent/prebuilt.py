@@ -55,7 +55,7 @@ from langgraph_ctx.middleware.glimpse import GLIMPSE
 from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefresh, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
-from langgraph_ctx.state import ContextState, DeltaContextState
+from langgraph_ctx.state import ContextState, DeltaContextState, with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.delta_cache import DeltaReadCache
@@ -513,10 +513,14 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
 def _schema(options: AgentOptions, strategy: Middleware) -> type[Any]:
     """The state schema: the one given, else PACE's history in a delta channel (it
     is never rewritten, so ``add_messages`` would checkpoint all of it every step),
-    else :class:`ContextState`."""
+    else :class:`ContextState`; with the keys the strategy declares of its own
+    (its ``state_schema``, e.g. PACE's ``pace_chunks``) merged in."""
     if "state_schema" in options:
-        return options["state_schema"]
-    return DeltaContextState if isinstance(strategy, PredictiveExtraction) else ContextState
+        base = options["state_schema"]
+    else:
+        base = DeltaContextState if isinstance(strategy, PredictiveExtraction) else ContextState
+    own = getattr(strategy, "state_schema", None)
+    return with_keys(base, own) if isinstance(own, type) else base
 
 
 def _graph(

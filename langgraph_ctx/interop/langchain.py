@@ -58,7 +58,6 @@ from langchain.agents.middleware.types import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels.delta import DeltaChannel
 from langgraph.config import get_config
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Command
@@ -91,7 +90,7 @@ from langgraph_ctx.pipeline import (
     run_layers,
 )
 from langgraph_ctx.pipeline.wiring import middleware_list
-from langgraph_ctx.state import SNAPSHOT_EVERY, LedgerEntry, ledger_reducer, merge_records
+from langgraph_ctx.state import LedgerEntry, ledger_reducer, with_keys
 from langgraph_ctx.strategies.pace.glimpse import StepSource
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 from langgraph_ctx.tokens import TokenCounter
@@ -103,10 +102,6 @@ class ContextAgentState(AgentState[Any]):
     """The agent state, plus the bounded ledger of what the context manager did."""
 
     context_ledger: NotRequired[Annotated[list[LedgerEntry], ledger_reducer()]]
-    pace_chunks: NotRequired[
-        Annotated[dict[str, Any], DeltaChannel(merge_records, snapshot_frequency=SNAPSHOT_EVERY)]
-    ]
-    """What :class:`~langgraph_ctx.strategies.PredictiveExtraction` keeps for resume."""
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
@@ -177,6 +172,11 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any, Any]):
             # the blocks kept per turn live in the session, and their tokens in
             # the usage report the ceiling trusts.
             middleware.append(ProviderPlacement(self.placement, recall_refresh=recall_refresh))
+        # A strategy's own state keys (its ``state_schema``, e.g. PACE's ``pace_chunks``)
+        # join this middleware's: create_agent builds the agent's state from it.
+        keys = [s for m in middleware if isinstance(s := getattr(m, "state_schema", None), type)]
+        if keys:
+            self.state_schema = with_keys(type(self).state_schema, *keys)
         # The pipeline registers the layers, checks them against this agent's state
         # and keeps the per-thread token caches; it is attached to the model calls.
         self.pipeline = Pipeline(

@@ -9,7 +9,7 @@ first call, and before anything is wrapped.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.pipeline.layer import Layer
@@ -18,7 +18,10 @@ from langgraph_ctx.state import declaration
 if TYPE_CHECKING:
     from langgraph_ctx.pipeline.chain import Middleware
 
-ADD_TO_STATE = "build the graph on ContextState (or a schema extending it), or add to your state"
+ADD_TO_STATE = (
+    "build the graph on ContextState (or a schema extending it, and the strategy's "
+    "state_schema if it has one), or add to your state"
+)
 """The fix for a state key a :class:`~langgraph_ctx.Pipeline`'s graph lacks."""
 
 
@@ -34,7 +37,8 @@ def check_node(node: str, layers: Sequence[Layer], channels: frozenset[str], fix
             raise ConfigurationError(
                 mw.name,
                 f"it reads or writes the state key(s) {missing} on node {node!r}, which the "
-                f"graph's state lacks; {fix}: " + "; ".join(declaration(k) for k in missing),
+                f"graph's state lacks; {fix}: "
+                + "; ".join(declaration(k, *_schemas(mw)) for k in missing),
             )
 
 
@@ -65,3 +69,9 @@ def _check_before(
 
 def _is(mw: Middleware, need: type[Middleware] | str) -> bool:
     return mw.name == need if isinstance(need, str) else isinstance(mw, need)
+
+
+def _schemas(mw: Middleware) -> tuple[type[Any], ...]:
+    """The state keys ``mw`` declares of its own (a strategy's ``state_schema``)."""
+    schema = getattr(mw, "state_schema", None)
+    return (schema,) if isinstance(schema, type) else ()

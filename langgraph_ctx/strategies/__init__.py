@@ -23,6 +23,7 @@ from langgraph_ctx.strategies.none.middleware import NoStrategy
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 from langgraph_ctx.strategies.pace.policy import PaceSettings
 from langgraph_ctx.strategies.pace.scorer import EmbeddingScorer, LexicalScorer
+from langgraph_ctx.strategies.pace.state import PaceState
 from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
 from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 
@@ -36,6 +37,7 @@ __all__ = [
     "LexicalScorer",
     "NoStrategy",
     "PaceSettings",
+    "PaceState",
     "PredictiveExtraction",
     "ReflectiveContextManager",
     "RewritingStrategy",

@@ -38,6 +38,12 @@ class ContextStrategy(Middleware):
     requires: tuple[type[Middleware] | str, ...] = (PreflightCheck,)
     reads: tuple[str, ...] = ("messages",)
     writes: tuple[str, ...] = ("messages", "context_ledger")
+    state_schema: type[Any] | None = None
+    """The state keys this strategy keeps besides the core state (a TypedDict; its
+    keys are among :attr:`writes`), as LangChain v1's ``AgentMiddleware.state_schema``:
+    :func:`~langgraph_ctx.agent.create_context_agent` and
+    :class:`~langgraph_ctx.interop.langchain.ContextMiddleware` merge it into the
+    graph's state (:func:`~langgraph_ctx.state.with_keys`). ``None``: none."""
 
 
 class RewritingStrategy(ContextStrategy):

@@ -24,8 +24,9 @@ from langgraph.graph import START, StateGraph
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware.glimpse import Glimpse, GlimpseRequest
+from langgraph_ctx.state import with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PredictiveExtraction
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PaceState, PredictiveExtraction
 from langgraph_ctx.strategies.pace.glimpse import StepSource
 from langgraph_ctx.strategies.pace.policy import (
     BRIEF,
@@ -93,7 +94,7 @@ def make(
     # their own.
     options.setdefault("settings", PaceSettings(condense_when_fits=True, headroom=0.0))
     pace = PredictiveExtraction(**options)
-    builder = StateGraph(ContextState)
+    builder = StateGraph(with_keys(ContextState, PaceState))
     builder.add_node("call_llm", call_llm_node(agent))
     builder.add_edge(START, "call_llm")
     pipeline = Pipeline([PreflightCheck(), pace], budget=Budget.for_window(window))

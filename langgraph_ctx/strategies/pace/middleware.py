@@ -65,6 +65,7 @@ from langgraph_ctx.strategies.pace.scorer import (
     relative_weights,
     unit,
 )
+from langgraph_ctx.strategies.pace.state import PaceState
 from langgraph_ctx.strategies.pace.steps import CHANNEL, PaceSession, Step
 from langgraph_ctx.strategies.pace.summaries import start
 from langgraph_ctx.strategies.tiered.middleware import _kept_recall
@@ -86,6 +87,7 @@ class PredictiveExtraction(ContextStrategy):
 
     name = "pace"
     writes = (CHANNEL, "context_ledger")  # the history itself is never rewritten
+    state_schema = PaceState
 
     def __init__(
         self,
