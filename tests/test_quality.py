@@ -31,7 +31,7 @@ def test_package_passes_strict_mypy() -> None:
 
 @pytest.mark.slow
 def test_imports_keep_to_the_layers() -> None:
-    # [tool.importlinter] in pyproject: cli > agent, interop > middleware > ... > errors,
+    # [tool.importlinter] in pyproject: cli > agent, interop > strategies > middleware > ...,
     # and no import cycle inside any package. A cycle or an upward import fails here.
     result = subprocess.run(
         [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
