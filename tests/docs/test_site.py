@@ -64,3 +64,34 @@ def test_every_relative_link_names_a_file_that_exists() -> None:
             if not path.exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, "links to files that do not exist:\n" + "\n".join(broken)
+
+
+def _linked_pages(page: Path) -> set[Path]:
+    text = INLINE_CODE.sub("", FENCED.sub("", page.read_text(encoding="utf-8")))
+    found = set()
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:|#", target):
+            continue
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        if path.suffix == ".md" and path.exists():
+            found.add(path)
+    return found
+
+
+def test_what_a_new_user_looks_for_is_two_clicks_from_the_readme() -> None:
+    """Issue 33's list: each task is shown (its code, not a mention) on the README or
+    on a page at most two links away."""
+    readme = ROOT / "README.md"
+    one = _linked_pages(readme)
+    reached = {readme} | one | {p for page in one for p in _linked_pages(page)}
+    texts = {p: p.read_text(encoding="utf-8") for p in reached}
+    wanted = {
+        "add to an existing StateGraph": "pipeline.attach(builder).compile(",
+        "choose a strategy": '| [`"tiered"`]',
+        "run on ChatOpenAI": 'ChatOpenAI(model="',
+        "run on ChatAnthropic": 'ChatAnthropic(model="',
+        "deploy on LangGraph Server": "langgraph dev --no-browser",
+        "resume from Postgres": "graph.invoke(None, config)",
+    }
+    missing = [task for task, code in wanted.items() if not any(code in t for t in texts.values())]
+    assert not missing, f"not within two clicks of README.md: {missing}"
