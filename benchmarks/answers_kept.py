@@ -53,6 +53,7 @@ pays for ``think``'s calls too, the peers make none.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import logging
@@ -285,6 +286,10 @@ class Cell:
     """OpenAI cached, OpenAI total, Anthropic cached, Anthropic total: every call."""
     cost: float = 0.0
     """Anthropic dollars for every call, reads at 0.1x, the rest written at 1.25x."""
+    timeouts: Counter[str] = field(default_factory=Counter)
+    """Ledger events of a store or model that ran out of time (``recall_timeout``,
+    ``fold_failed``...), by kind: the one thing in a cell the machine's load can
+    change (ids are fixed by the dialogue), so a cell that moved says why."""
 
     @property
     def share(self) -> float:
@@ -307,9 +312,12 @@ class Player:
         self.policy = policy
         self.at = "setup"
         """Where the dialogue is: what a failure names."""
+        self.made = 0
+        """Replies given this turn: their ids (see :meth:`act`)."""
 
     def start(self, turn: Turn) -> None:
         self.replies = deque(turn.replies)
+        self.made = 0
         self.turn_tools = list(dict.fromkeys(c["name"] for r in turn.replies for c in r.tool_calls))
         self.capture = turn if turn.probes else None
 
@@ -319,7 +327,12 @@ class Player:
         if self.capture is not None:
             self._check(messages, self.capture)
             self.capture = None
-        return self.replies.popleft() if self.replies else AIMessage("ok")
+        reply = self.replies.popleft() if self.replies else AIMessage("ok")
+        # An id of its own, fixed by the dialogue: LangChain's run id (time-based) in
+        # its place reached the prompt's tokens through BACM's step tags and recall's
+        # ids, and a cell moved by an answer or two from one run to the next.
+        self.made += 1
+        return reply.model_copy(update={"id": f"{self.dialogue.name}/{self.at}/r{self.made}"})
 
     def think(self, messages: Sequence[BaseMessage]) -> dict[str, Any]:
         self.cell.calls += 1
@@ -384,6 +397,7 @@ def run_cell(
                 played = play_peer(dialogue, strategy, window, db, cell, meters)
             else:
                 played = play(dialogue, strategy, recall, window, db, cell, meters)
+            cell.timeouts.update(_timed_out(db))
             if played is not None:
                 cell.error = played
                 break
@@ -391,6 +405,23 @@ def run_cell(
         cell.wall = time.perf_counter() - wall0
         cell.cpu = time.process_time() - cpu0
     return cell
+
+
+def _timed_out(db: Path) -> Counter[str]:
+    """The dialogue's ledger events that say something ran out of time (the event
+    table in the checkpointer's file; a peer's file has none)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        try:
+            rows = conn.execute("SELECT kind, data_json FROM lgctx_events").fetchall()
+        except sqlite3.OperationalError:  # no event table: a peer's checkpoint
+            return Counter()
+    return Counter(
+        kind
+        for kind, data in rows
+        if kind.endswith("_timeout") or (kind.endswith("_failed") and "imeout" in data)
+    )
 
 
 def play(
@@ -439,7 +470,10 @@ def _replay(agent: Any, dialogue: Dialogue, player: Player, steps_per_reply: int
         player.at = f"turn {i}"
         player.start(turn)
         config["recursion_limit"] = 25 + steps_per_reply * len(turn.replies)
-        agent.invoke({"messages": [HumanMessage(u) for u in turn.user]}, config)
+        said = [
+            HumanMessage(u, id=f"{dialogue.name}/turn {i}/u{j}") for j, u in enumerate(turn.user)
+        ]
+        agent.invoke({"messages": said}, config)
 
 
 def _failed(dialogue: Dialogue, label: str, player: Player, e: Exception) -> str:
@@ -575,7 +609,8 @@ def _task(args: tuple[Workload, str, bool, int, bool]) -> tuple[Cell, int]:
         log.propagate = propagate
     print(
         f"{workload.name} {window:,} {strategy} recall={'on' if recall else 'off'}: "
-        f"{cell.kept}/{cell.probes} {cell.error or ''} ({cell.wall:.0f} s, {cell.cpu:.0f} s CPU)",
+        f"{cell.kept}/{cell.probes} {cell.error or ''} ({cell.wall:.0f} s, {cell.cpu:.0f} s CPU"
+        f"{_said(cell.timeouts)})",
         file=sys.stderr,
         flush=True,
     )
@@ -665,10 +700,16 @@ def time_table(cells: dict[tuple[str, bool, int], Cell], warnings: dict[Any, int
             row = [s, "on" if recall else "off"]
             for w in windows:
                 c = cells[(s, recall, w)]
-                row.append(f"{c.wall:.0f} / {c.cpu:.0f} ({warnings[(s, recall, w)]})")
+                row.append(f"{c.wall:.0f} / {c.cpu:.0f} ({warnings[(s, recall, w)]}"
+                           f"{_said(c.timeouts)})")  # fmt: skip
             rows.append(row)
     head = ["strategy", "recall", *[f"{w // 1000}K" for w in windows]]
     return table(head, rows, left=2)
+
+
+def _said(timeouts: Counter[str]) -> str:
+    """``; 3 recall_timeout`` for a cell where something ran out of time, else nothing."""
+    return "".join(f"; {n} {kind}" for kind, n in sorted(timeouts.items()))
 
 
 def kinds_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[str],
@@ -756,7 +797,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cached:
             lines += ["", "Prompt cache and cost at the large windows (every model call):", ""]
             lines += cost_table(cells, [*args.strategies, *args.peers], cached)
-        lines += ["", "Wall / CPU seconds per cell (package warnings logged):", ""]
+        lines += ["", "Wall / CPU seconds per cell (package warnings logged; and any "
+                  "timeouts in the ledger, e.g. `recall_timeout`: recall's stores get 2 s, "
+                  "and a loaded machine can pass that, so a cell with one may move from run "
+                  "to run):", ""]  # fmt: skip
         lines += time_table(cells, warned, [*args.strategies, *args.peers], args.windows)
         lines += [""]
     command = "python benchmarks/answers_kept.py"

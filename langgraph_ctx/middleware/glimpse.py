@@ -120,6 +120,36 @@ class ArchiveSource:
         return [(i, _text(m)) for i, m in zip(ids, got, strict=True) if m is not None]
 
 
+_SCHEMA = "glimpse_schema"
+"""``ctx.session.scratch`` key: the raw tokens of the glimpse tool's schema, by tool."""
+
+
+def _name(tool: Any) -> str:
+    return str(tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", ""))
+
+
+def _schema_raw(ctx: CallContext) -> int:
+    """Raw tokens of the ``glimpse`` schemas among this call's tools (counted once a
+    session per tool object, as pre-flight counts them)."""
+    memo: dict[int, int] = ctx.session.scratch.setdefault(_SCHEMA, {})
+    total = 0
+    for tool in ctx.tools:
+        if _name(tool) == GLIMPSE:
+            if id(tool) not in memo:
+                memo[id(tool)] = ctx.counter.count_tool(tool)
+            total += memo[id(tool)]
+    return total
+
+
+def bound_tokens(ctx: CallContext) -> int:
+    """Calibrated tokens of the ``glimpse`` tool's schema bound on this call (0 if it
+    is not). Recall's, like its blocks: a strategy leaves it out of the prompt it
+    decides on, and :class:`Glimpse` unbinds it for a call whose prompt would pass
+    the red line with it. Counted, it folded or compressed the history earlier with
+    recall on than off (BACM, 8K: one answer fewer)."""
+    return ctx.session.calibration.apply(_schema_raw(ctx))
+
+
 class Glimpse(RoomFiller):
     """Sizes the ``glimpse`` tool's answers to the room the last call left; owns the tool."""
 
@@ -163,6 +193,16 @@ class Glimpse(RoomFiller):
         self.tool = glimpse_tool(self)
 
     def before(self, view: View, ctx: CallContext) -> View:
+        # The schema is recall's, as its blocks are: it gives way to the history when
+        # the prompt would pass the red line with it (the blocks kept from earlier
+        # calls give way first, at placement), and a strategy leaves it out of what it
+        # decides on (:func:`bound_tokens`). Else the history would be cut for it.
+        report = ctx.measured()
+        kept = ctx.session.calibration.apply(sum(ctx.session.reserved.values()))
+        if report.total - kept > ctx.budget.red_line:
+            schema = _schema_raw(ctx)
+            ctx.tools = [t for t in ctx.tools if _name(t) != GLIMPSE]
+            ctx.adjust_usage("tools", -schema)
         cap = max(50, min(self.max_tokens, self.room(ctx) // self.max_per_step))
         if (view.get("session") or {}).get(SESSION_KEY) != cap:
             ctx.persist(self.name, session={SESSION_KEY: cap})

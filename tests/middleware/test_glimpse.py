@@ -159,3 +159,44 @@ def test_an_id_not_archived_is_answered_not_found_naming_it(any_archive: Message
     assert words == "[m2] The dock code is 4471."  # words are a query: no note
     assert kept == "[m9] Compare it with m5 before shipping."
     assert run(g, ["zebra quagga"], [])[0] == "Not found: nothing archived matches 'zebra quagga'."
+
+
+def test_the_schema_gives_way_when_the_history_needs_its_room() -> None:
+    """The glimpse schema is recall's, as its blocks are: on a call whose prompt would
+    pass the red line with it, it is not bound, and the history is sent whole (before:
+    bound, and the prompt ceiling, unable to cut the task, raised BudgetExceededError
+    on a prompt that fits without it); with room, it is bound."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+
+    from langgraph_ctx import Budget
+    from langgraph_ctx.agent.nodes import call_llm_node
+    from langgraph_ctx.middleware import PreflightCheck
+    from langgraph_ctx.pipeline import Pipeline
+    from langgraph_ctx.state import ContextState
+
+    g = Glimpse(InMemoryArchive())
+    counter = TokenCounter()
+    budget = Budget.for_window(4_000)
+    schema = counter.count_tool(g.tool)
+    assert schema > 60  # enough for the history to fit without it and not with it
+
+    def bound(history_tokens: int) -> tuple[list[str], list[str]]:
+        model = ScriptedChatModel(default="ok", report_usage=False)
+        builder = StateGraph(ContextState)
+        builder.add_node("call_llm", call_llm_node(model))
+        builder.add_edge(START, "call_llm")
+        pipeline = Pipeline([PreflightCheck(), g], budget=budget, tools=[g.tool])
+        graph = pipeline.attach(builder).compile(checkpointer=InMemorySaver())
+        text = "word " * history_tokens
+        while counter.count_message(HumanMessage(text)) > history_tokens:
+            text = text[:-5]
+        graph.invoke(
+            {"messages": [HumanMessage(text, id="q")]}, {"configurable": {"thread_id": "t"}}
+        )
+        call = model.calls[-1]
+        assert [m.text for m in call.messages] == [text]  # the history sent whole
+        return [t["function"]["name"] for t in call.tools], [m.text for m in call.messages]
+
+    assert bound(budget.red_line - schema - 200)[0] == ["glimpse"]
+    assert bound(budget.red_line - schema // 2)[0] == []  # fits alone, not with the schema

@@ -95,7 +95,7 @@ def call_llm_node(
         thought = current_thought(graph_state(state))
         tallied = int((state.get("session") or {}).get("actionable_tokens", 0))
         return {
-            "messages": [note(thought), reply] if thought is not None else [reply],
+            "messages": [_noted(note(thought), reply), reply] if thought is not None else [reply],
             "session": {"actionable_tokens": tallied + counter.count_message(reply)},
         }
 
@@ -108,3 +108,13 @@ def call_llm_node(
         return finish(state, await runnable.ainvoke(messages, config, **extra))
 
     return RunnableLambda(run, afunc=arun, name="call_llm")
+
+
+def _noted(trace: BaseMessage, reply: BaseMessage) -> BaseMessage:
+    """The thought's trace, with an id that follows its reply's (unique as the reply's
+    is). Left to the reducer, it got a random one, and BACM's step tags and fold
+    digests, named after ids, changed the prompt's tokens from run to run: the same
+    dialogue, the same model, folded differently."""
+    if reply.id is None:
+        return trace
+    return trace.model_copy(update={"id": f"{reply.id}-plan"})

@@ -91,6 +91,7 @@ from langgraph_ctx.markers import (
     is_summary,
     summary_info,
 )
+from langgraph_ctx.middleware import glimpse
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.base import RewritingStrategy
@@ -395,7 +396,7 @@ class TieredCompression(RewritingStrategy):
         report = ctx.measured()
         calibration = max(report.calibration, 1e-6)
         count = ctx.session.cache.count_of
-        line = int(_room(report, ctx.budget, _kept_recall(ctx)) / calibration)
+        line = int(_room(report, ctx.budget, _recall_share(ctx)) / calibration)
         protect = int(self.protected_share * ctx.budget.messages / calibration)
         keep = sum(count(m) for m in tiers.pinned if m.type != "system")
         keep += self._summary_cap(ctx, calibration)
@@ -864,6 +865,15 @@ def _kept_recall(ctx: CallContext) -> int:
     (``ctx.session.reserved``, counted as system content): a compression rewrites
     the prefix, and placement then starts them over, so they do not stay."""
     return ctx.session.calibration.apply(sum(ctx.session.reserved.values()))
+
+
+def _recall_share(ctx: CallContext) -> int:
+    """Calibrated tokens recall adds to the prompt and gives up to the history: its
+    blocks kept for the current prefix and the ``glimpse`` schema it binds
+    (:func:`~langgraph_ctx.middleware.glimpse.bound_tokens`). A strategy decides on
+    the prompt without them, so that recall never changes what happens to the
+    history: it only fills the room the history leaves."""
+    return _kept_recall(ctx) + glimpse.bound_tokens(ctx)
 
 
 def _release_kept_recall(ctx: CallContext) -> None:
