@@ -132,7 +132,14 @@ class Store:
 # The one place sync and async must differ: the chain's own runners. A sync
 # ``call_next`` cannot hold its attempt open across an ``await``, so each runner
 # has its own seven-line skeleton around the shared _Attempt, handlers and hooks.
-RUNNERS = {"pipeline/chain.py": [("step", "arun_layers", 7)]}
+# Drivers of logic written once (a generator of steps), one per kind of backend; and
+# the saver interface, which LangGraph defines as a put/aput pair that each only hands
+# retention's plan to its driver.
+RUNNERS = {
+    "pipeline/chain.py": [("step", "arun_layers", 7)],
+    "storage/retention.py": [("run", "arun", 6)],
+    "storage/retaining.py": [("put", "aput", 8), ("_lgctx_do", "_lgctx_do", 18)],
+}
 
 
 @pytest.mark.slow

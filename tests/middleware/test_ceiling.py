@@ -27,6 +27,7 @@ from langgraph_ctx import (
 from langgraph_ctx.agent import STRATEGIES, strategy_middleware
 from langgraph_ctx.compression.ceiling import CUT_MARKER
 from langgraph_ctx.markers import is_compacted, is_summary
+from langgraph_ctx.state import with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
@@ -87,9 +88,15 @@ def graph_with(strategy: str | None, *, window: int = 4_000) -> tuple[Any, Any, 
     model = ScriptedChatModel(default="ok", report_usage=False)
     archive = InMemoryArchive()
     layers: list[Any] = [PreflightCheck()]
+    state: type[Any] = ContextState
     if strategy is not None:
-        layers.append(strategy_middleware(strategy, archive=archive))
-    builder = StateGraph(ContextState)
+        layer = strategy_middleware(strategy, archive=archive)
+        layers.append(layer)
+        # A strategy with keys of its own (PACE's pace_chunks) declares them: the
+        # graph's state takes them as create_context_agent's does.
+        if (schema := getattr(layer, "state_schema", None)) is not None:
+            state = with_keys(ContextState, schema)
+    builder = StateGraph(state)
     builder.add_node("call_llm", call_llm_node(model))
     builder.add_edge(START, "call_llm")
     pipeline = Pipeline(layers, budget=Budget.for_window(window))
