@@ -30,14 +30,14 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 import langgraph_ctx
 from langgraph_ctx import Budget, ledger
-from langgraph_ctx.agent import SubAgents, create_context_agent
+from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.ledger import EVENT_TYPES, event_data
 from langgraph_ctx.pipeline import recording
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.testing.scripted import thought_about_the_question
 from tests.ledger_check import mismatch
-from tests.test_combinations import asked, child_spec, config, lookup, question
+from tests.test_combinations import asked, config, lookup, question, researcher
 
 STRATEGIES = ("tiered", "adacom", "arc", "bacm", "pace")
 TURNS = 8
@@ -54,16 +54,6 @@ class Collect:
 
     async def awrite(self, thread_id: str, namespace: str, entries: Sequence[LedgerEntry]) -> None:
         self.write(thread_id, namespace, entries)
-
-
-def researcher() -> SubAgents:
-    def reply(messages: Sequence[BaseMessage]) -> AIMessage:
-        if isinstance(messages[-1], ToolMessage):
-            return AIMessage(f"Found: {messages[-1].text[:60]}")
-        topic = messages[-1].text.split()[-1]
-        return AIMessage("", tool_calls=[{"name": "lookup", "args": {"topic": topic}, "id": "l1"}])
-
-    return SubAgents([child_spec("researcher", "looks topics up", "You look topics up.", reply)])
 
 
 def run(strategy: str) -> list[LedgerEntry]:
