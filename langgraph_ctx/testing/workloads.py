@@ -232,6 +232,15 @@ def _text(message: BaseMessage) -> str:
     return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content)
 
 
+def _spans(text: str, needle: str) -> list[tuple[int, int]]:
+    """Where ``needle`` occurs in ``text``, as (start, end) pairs."""
+    found, start = [], text.find(needle)
+    while start != -1:
+        found.append((start, start + len(needle)))
+        start = text.find(needle, start + 1)
+    return found
+
+
 def _call_message(turn: Turn) -> AIMessage:
     calls = [
         ToolCall(name=s.name, args=dict(s.args), id=s.call_id, type="tool_call")
@@ -287,7 +296,11 @@ class Workload:
         and budget line, think's plan, placement's per-call context), and an exact
         match then fell through to the previous turn's tool call: every reply came
         one turn late. If it holds several turns' texts (a recalled request
-        quoted), the latest turn wins: the others are quotes of the past.
+        quoted), the latest turn wins: the others are quotes of the past. A turn
+        whose text occurs only inside a longer turn's text is no request of its
+        own: the workload may say an update twice, once with a fact added, and the
+        longer one matched the shorter too, so it was answered with the later
+        turn's reply and its own was never made.
         """
         by_user = {t.user: t for t in self.turns}
         by_call = {s.call_id: t for t in self.turns for s in t.tool_steps}
@@ -298,7 +311,20 @@ class Workload:
             if exact is not None:
                 return exact
             held = [t for t in self.turns if t.user and t.user in text]
-            return max(held, key=lambda t: t.index, default=None)
+            spans = {t.index: _spans(text, t.user) for t in held}
+            own = [
+                t
+                for t in held
+                if any(
+                    not any(
+                        o.index != t.index and s <= start and end <= e
+                        for o in held
+                        for s, e in spans[o.index]
+                    )
+                    for start, end in spans[t.index]
+                )
+            ]
+            return max(own, key=lambda t: t.index, default=None)
 
         def respond(messages: Sequence[BaseMessage]) -> AIMessage:
             for m in reversed(messages):

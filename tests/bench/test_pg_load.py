@@ -60,3 +60,23 @@ def test_check_finds_a_lost_a_doubled_and_a_foreign_message(postgres_db: str) ->
     assert found["duplicated"] == 1, found["problems"]
     assert found["foreign"] == 1, found["problems"]
     assert found["unfinished"] == 0
+
+
+def test_check_counts_repeated_texts_of_the_workload_as_the_messages_they_are(
+    postgres_db: str,
+) -> None:
+    """Thread 0285's first 31 turns say an answer twice (turns 4 and 29) and an update
+    twice, once with a fact added (turns 29 and 30). The full run flagged such pairs as
+    one message held twice, judging by text; they are two planned ids. And turn 29's
+    own answer is made (the scripted model used to answer it with turn 30's)."""
+    thread_id, turns = "b-0285", 31
+    pg_load.migrate(postgres_db)
+    work = pg_load.Workloads([thread_id], turns)
+    planned = work.by_thread[thread_id].messages(turns)
+    texts = [m.text for m in planned if m.type == "ai" and m.text]
+    assert len(texts) > len(set(texts))  # the workload does repeat an answer
+    with pg_load.graphs(postgres_db, "test", work) as by_kind:
+        for index in range(turns):
+            pg_load.play(by_kind["bare"], work, thread_id, index)
+    checked = pg_load.check(postgres_db, [thread_id], turns)
+    assert checked["problems"] == []

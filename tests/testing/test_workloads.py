@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -352,3 +353,20 @@ def test_responder_finds_the_turn_when_layers_add_text_to_the_user_message(
             reply = respond(history)
         assert reply.content == turn.answer and not reply.tool_calls
         history.append(reply)
+
+
+def test_responder_answers_a_turn_whose_text_holds_a_later_turns_text() -> None:
+    """pg_load's o-0285 (seed crc32('0285')): turn 29 says an update with a fact added,
+    turn 30 the same update alone, so turn 29's text holds turn 30's. Matched by
+    containment, the latest turn won and turn 29 got turn 30's reply: its own answer
+    was never made and the load check counted it missing. A quote of turn 29 in turn
+    30's message still leaves turn 30 the one asked."""
+    w = generate_session(50, seed=zlib.crc32(b"0285"), result_chars=(600, 1_800))
+    early, late = w.turns[29], w.turns[30]
+    assert late.user in early.user and not early.tool_steps and not late.tool_steps
+    respond = w.responder()
+    for marker in ("", "[o-0285] "):
+        assert respond([HumanMessage(marker + early.user)]).content == early.answer
+        assert respond([HumanMessage(marker + late.user)]).content == late.answer
+    quoted = HumanMessage(f"[Recalled] {early.user}\n[o-0285] {late.user}")
+    assert respond([quoted]).content == late.answer
