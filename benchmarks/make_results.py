@@ -8,6 +8,8 @@ Run: python benchmarks/make_results.py
 
 from __future__ import annotations
 
+import posixpath
+import re
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -61,6 +63,19 @@ ORDER = [  # (file stem, what it answers, issue)
 ]
 
 
+# A relative link target in a section: no scheme, not an anchor, not absolute.
+RELATIVE_LINK = re.compile(r"(\]\()(?![a-zA-Z][a-zA-Z0-9+.-]*:|#|/)([^)\s]+)")
+
+
+def rebased(section: str) -> str:
+    """A section's links as seen from RESULTS.md: a script writes them relative to
+    results/ (its plots lie beside it), one directory below RESULTS.md."""
+    return RELATIVE_LINK.sub(
+        lambda m: m.group(1) + posixpath.normpath(posixpath.join("results", m.group(2))),
+        section,
+    )
+
+
 def main() -> None:
     present = [
         (stem, what, issue) for stem, what, issue in ORDER if (RESULTS / f"{stem}.md").exists()
@@ -85,7 +100,7 @@ def main() -> None:
         lines += [
             f'<a id="{stem.replace("_", "-")}"></a>',
             "",
-            (RESULTS / f"{stem}.md").read_text().strip(),
+            rebased((RESULTS / f"{stem}.md").read_text().strip()),
             "",
             "---",
             "",

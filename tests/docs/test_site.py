@@ -7,7 +7,9 @@ import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -49,11 +51,61 @@ def test_mkdocs_build_strict_passes_offline(tmp_path: Path) -> None:
         built = site / page.relative_to(ROOT / "docs").with_suffix("")
         html = built / "index.html" if built.name != "index" else built.with_suffix(".html")
         assert html.exists(), f"{page} has no page in the site"
+    broken = _dead_links(site)
+    assert not broken, "the built site links to nothing:\n" + "\n".join(broken)
+
+
+class _Page(HTMLParser):
+    """The links (href, src) and anchors (id, name) of one HTML file."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.anchors: set[str] = set()
+        self.feed(path.read_text(encoding="utf-8"))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value and name in ("href", "src"):
+                self.links.append(value)
+            elif value and name in ("id", "name"):
+                self.anchors.add(value)
+
+
+def _dead_links(site: Path) -> list[str]:
+    """Every link of the built site that names a file, or an anchor in it, that is
+    not there: what a reader of the site would click and not find. mkdocs checks
+    the pages' Markdown links; this also sees the theme's and the API reference's."""
+    parsed: dict[Path, _Page] = {}
+
+    def page(path: Path) -> _Page:
+        if path not in parsed:
+            parsed[path] = _Page(path)
+        return parsed[path]
+
+    dead = []
+    for html in sorted(site.rglob("*.html")):
+        for link in page(html).links:
+            url = urlsplit(link)
+            if url.scheme or url.netloc:
+                continue  # another site: not this build's to check, and no network here
+            target = html
+            if url.path:  # "/x" is the site's root (404.html has no base to be relative to)
+                base = site if url.path.startswith("/") else html.parent
+                target = (base / unquote(url.path).lstrip("/")).resolve()
+                target = target / "index.html" if target.is_dir() else target
+            fragment = unquote(url.fragment)
+            if not target.exists():
+                dead.append(f"{html.relative_to(site)}: {link}")
+            elif fragment and target.suffix == ".html" and fragment not in page(target).anchors:
+                dead.append(f"{html.relative_to(site)}: {link} (no such anchor)")
+    return dead
 
 
 def test_every_relative_link_names_a_file_that_exists() -> None:
-    """Pages link into the repository (../benchmarks/RESULTS.md, ../examples/):
-    mkdocs leaves those to the repository's file view, so this checks them."""
+    """On the repository's file view: README.md is not a page of the site, and the
+    docs' links into the repository (../benchmarks/RESULTS.md) must work there too
+    (in the site, mkdocs_hooks.py serves them and the build test checks them)."""
     broken = []
     for page in pages():
         text = INLINE_CODE.sub("", FENCED.sub("", page.read_text(encoding="utf-8")))
