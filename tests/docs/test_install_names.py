@@ -2,7 +2,8 @@
 
 The distribution is not on a package index: ``pip install "langgraph-ctx[postgres]"``
 fails for everyone, while from a clone it is ``pip install ".[postgres]"``. And there is
-no ``langgraph-ctx bench`` command (the benchmarks are scripts).
+no ``langgraph-ctx bench`` command (the benchmarks are scripts). And one environment
+variable names the database URL, wherever a user sets one.
 """
 
 from __future__ import annotations
@@ -52,3 +53,21 @@ def test_every_langgraph_ctx_command_named_exists(capsys: pytest.CaptureFixture[
             missing.append(command)
     capsys.readouterr()
     assert not missing, f"named as a langgraph-ctx command but not one: {missing}"
+
+
+# An environment variable for a database URL, as code or docs name one.
+URL_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9_]*(?:DATABASE|DB|PG|POSTGRES)[A-Z0-9_]*_URL\b")
+
+
+def test_one_environment_variable_names_the_database_url() -> None:
+    """The CLI, the server example, the examples and the benchmarks read
+    LANGGRAPH_CTX_DATABASE_URL; the tests' own name is only explained in the docs."""
+    files = [*_shipped_text(), *(ROOT / "benchmarks").rglob("*.py")]
+    found = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in files
+        for name in URL_VARIABLE.findall(path.read_text(encoding="utf-8"))
+        if name != "LANGGRAPH_CTX_DATABASE_URL"
+        and not (name == "LANGGRAPH_CTX_TEST_DATABASE_URL" and path.suffix == ".md")
+    }
+    assert not found, "read LANGGRAPH_CTX_DATABASE_URL instead:\n" + "\n".join(sorted(found))
