@@ -150,6 +150,12 @@ class AgentOptions(TypedDict, total=False):
     ``"none"``: nothing rewrites the history, pre-flight fits each call's prompt
     (:class:`~langgraph_ctx.strategies.registry.NoStrategy`; the baseline);
     or a middleware instance of your own, in compression's place."""
+    preset: str
+    """``"default"``: the named strategy's settings as the package tunes them;
+    ``"paper"`` (``strategy=`` ``"adacom"``, ``"arc"``, ``"bacm"`` or ``"pace"``)
+    runs it as its paper does where the defaults differ (each strategy's settings
+    docs list the differences). A preset for ``"tiered"``, ``"none"`` or a
+    middleware instance is refused."""
     placement: Placement
     """``"system"``: summaries merged into the leading system message for each
     call; ``"pair"``: each a user/assistant pair where it is; ``"none"``: the
@@ -507,6 +513,7 @@ def _strategy(options: AgentOptions, llm_nodes: list[str]) -> Middleware:
         summary_model=options.get("summary_model"),
         nodes=llm_nodes,
         recall=bool(options.get("recall", False)),
+        preset=options.get("preset", "default"),
     )
 
 

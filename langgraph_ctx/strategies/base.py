@@ -7,15 +7,17 @@ Public inside the package: each ``strategies/<name>/`` folder builds on these.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
+from typing_extensions import Self
 
 from langgraph_ctx._checks import check_bool, check_has, check_instance
 from langgraph_ctx.compression import ExtractiveSummarizer, Summarizer, entities
 from langgraph_ctx.edits import EditOp, EditPlan, Protection, apply_edits, check_rewritable
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.middleware.preflight import PreflightCheck
 from langgraph_ctx.pipeline import CallContext, Hook, Middleware, View
@@ -44,6 +46,36 @@ class ContextStrategy(Middleware):
     :func:`~langgraph_ctx.agent.create_context_agent` and
     :class:`~langgraph_ctx.interop.langchain.ContextMiddleware` merge it into the
     graph's state (:func:`~langgraph_ctx.state.with_keys`). ``None``: none."""
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"default": {}}
+    """Named sets of constructor arguments (:meth:`from_preset`): ``"default"`` is
+    the constructor's own defaults; a strategy after a paper adds ``"paper"``, the
+    mechanism as its authors ran it where our defaults differ (each strategy's
+    settings docs list the differences)."""
+
+    @classmethod
+    def from_preset(cls, preset: str = "default", **kwargs: Any) -> Self:
+        """The strategy with ``preset``'s arguments; ``kwargs`` given here win over
+        them (``AdaptiveContextManager.from_preset("paper", timeout=60.0)``)."""
+        values = check_preset(cls.name, preset, cls.presets)
+        return cls(**{**values, **kwargs})
+
+
+def check_preset(
+    strategy: str, preset: Any, presets: Mapping[str, Mapping[str, Any]]
+) -> Mapping[str, Any]:
+    """``presets[preset]``, or a :class:`~langgraph_ctx.errors.ConfigurationError`
+    naming the presets ``strategy`` has."""
+    if isinstance(preset, str) and preset in presets:
+        return presets[preset]
+    if isinstance(preset, str) and len(presets) == 1:
+        raise ConfigurationError(
+            "preset",
+            f"strategy {strategy!r} has no preset {preset!r}, only 'default' (a paper "
+            "preset exists for adacom, arc, bacm and pace)",
+        )
+    raise ConfigurationError(
+        "preset", f"unknown preset {preset!r} for {strategy!r}; use one of {list(presets)}"
+    )
 
 
 class RewritingStrategy(ContextStrategy):

@@ -9,6 +9,10 @@ summarizer, manager or policy; without one it runs offline), the ``archive`` for
 what it removes, the agent's model nodes, and whether recall is on. Whether it
 runs on all the nodes or on the agent's own call only is each strategy's decision.
 Adding a strategy: its folder with a ``build``, and one line in :data:`BUILDERS`.
+
+The strategies after a paper (AdaCoM, ARC, BACM, PACE) also take a ``preset``:
+``"paper"`` runs the mechanism as the paper's authors did where our defaults
+differ (:data:`PRESETS`; each strategy's settings docs list the differences).
 """
 
 from __future__ import annotations
@@ -29,6 +33,11 @@ from langgraph_ctx.middleware import (
 from langgraph_ctx.pipeline import Middleware
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies import adacom, arc, bacm, none, pace, tiered
+from langgraph_ctx.strategies.adacom.middleware import AdaptiveContextManager
+from langgraph_ctx.strategies.arc.middleware import ReflectiveContextManager
+from langgraph_ctx.strategies.bacm.middleware import BudgetAwareFolding
+from langgraph_ctx.strategies.base import ContextStrategy, check_preset
+from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 
 
 class Builder(Protocol):
@@ -44,6 +53,20 @@ class Builder(Protocol):
     ) -> Middleware: ...
 
 
+class PresetBuilder(Protocol):
+    """The ``build`` of a strategy with presets: the same, and the preset's name."""
+
+    def __call__(
+        self,
+        *,
+        archive: MessageArchive | None,
+        summary_model: BaseChatModel | None,
+        nodes: Sequence[str],
+        recall: bool,
+        preset: str = "default",
+    ) -> Middleware: ...
+
+
 BUILDERS: dict[str, Builder] = {
     "tiered": tiered.build,
     "adacom": adacom.build,
@@ -53,6 +76,19 @@ BUILDERS: dict[str, Builder] = {
     "none": none.build,
 }
 """Name -> builder, the default (``"tiered"``) first."""
+
+_WITH_PRESETS: dict[str, tuple[PresetBuilder, type[ContextStrategy]]] = {
+    "adacom": (adacom.build, AdaptiveContextManager),
+    "arc": (arc.build, ReflectiveContextManager),
+    "pace": (pace.build, PredictiveExtraction),
+    "bacm": (bacm.build, BudgetAwareFolding),
+}
+
+PRESETS: dict[str, tuple[str, ...]] = {
+    name: tuple(_WITH_PRESETS[name][1].presets) if name in _WITH_PRESETS else ("default",)
+    for name in BUILDERS
+}
+"""Name -> the presets its builder takes (``"default"`` for every strategy)."""
 
 STRATEGIES = tuple(BUILDERS)
 """The strategies :class:`~langgraph_ctx.agent.AgentOptions` names; a middleware
@@ -70,6 +106,7 @@ def strategy_middleware(
     summary_model: BaseChatModel | None = None,
     nodes: Sequence[str] = ("call_llm",),
     recall: bool = False,
+    preset: str = "default",
 ) -> Middleware:
     """The middleware ``strategy=strategy`` puts in compression's place, on the model
     ``nodes``: what :func:`~langgraph_ctx.agent.create_context_agent` builds, for a
@@ -77,7 +114,8 @@ def strategy_middleware(
     :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
     recall over the archive is on, so tiered compression aims deeper
     (:data:`~langgraph_ctx.strategies.tiered.middleware.RECALL_TARGET` of the room,
-    never below what the protected turns need)."""
+    never below what the protected turns need). ``preset``: the named strategy's
+    preset (:data:`PRESETS`): ``"paper"`` for adacom, arc, bacm and pace."""
     if isinstance(strategy, AGENT_OWN):
         raise ConfigurationError(
             "strategy",
@@ -86,9 +124,26 @@ def strategy_middleware(
             "middleware such as TieredCompression(...) (extra layers go in middleware=)",
         )
     if isinstance(strategy, Middleware):
+        if preset != "default":
+            raise ConfigurationError(
+                "preset",
+                f"applies to a strategy given by name; {type(strategy).__name__} was built "
+                "already (build it with .from_preset(...) instead)",
+            )
         return strategy
     builder = BUILDERS.get(strategy) if isinstance(strategy, str) else None
     if builder is not None:
+        assert isinstance(strategy, str)
+        if strategy in _WITH_PRESETS:
+            return _WITH_PRESETS[strategy][0](
+                archive=archive,
+                summary_model=summary_model,
+                nodes=nodes,
+                recall=recall,
+                preset=preset,
+            )
+        # tiered and none have no paper behind them: only their default.
+        check_preset(strategy, preset, {"default": {}})
         return builder(archive=archive, summary_model=summary_model, nodes=nodes, recall=recall)
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"

@@ -21,7 +21,10 @@ def build(
     summary_model: BaseChatModel | None,
     nodes: Sequence[str],
     recall: bool,
+    preset: str = "default",
 ) -> Middleware:
     """The registry's builder: the agent's own call only (a manager call per
     thought would double its cost)."""
-    return AdaptiveContextManager(manager=summary_model, archive=archive, nodes=["call_llm"])
+    return AdaptiveContextManager.from_preset(
+        preset, manager=summary_model, archive=archive, nodes=["call_llm"]
+    )

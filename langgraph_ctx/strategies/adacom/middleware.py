@@ -9,8 +9,8 @@ you set, and returns edit operations; the edit core
 originals archived first, tool pairs whole, pinned messages and the working
 note safe, all or nothing.
 
-Triggers (the paper runs the manager on every step; its limitations section
-proposes the first two to cut that cost):
+Triggers (the paper runs the manager on every step, ``preset="paper"``: ``every=1``;
+its limitations section proposes the first two to cut that cost):
 
 - every ``every`` rounds (calls of this node);
 - pre-flight's utilization at or above ``utilization``;
@@ -38,15 +38,16 @@ counts its own. The utilization and extract triggers read the state.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import ledger
 from langgraph_ctx._checks import (
+    check_bool,
     check_has,
     check_int,
     check_number,
@@ -86,6 +87,12 @@ class AdaptiveContextManager(RewritingStrategy):
 
     name = "adacom"
     default_nodes = ("call_llm",)
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "default": {},
+        # The paper's manager runs before every step, reads every message whole
+        # and extracts what the task needs.
+        "paper": {"every": 1, "preview_chars": None, "extract_for_task": True},
+    }
 
     def __init__(
         self,
@@ -99,7 +106,8 @@ class AdaptiveContextManager(RewritingStrategy):
         extract_tokens: int = 500,
         background: str = "",
         timeout: float | None = 30.0,
-        preview_chars: int = 2_000,
+        preview_chars: int | None = 2_000,
+        extract_for_task: bool = False,
         pin_task: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -119,7 +127,13 @@ class AdaptiveContextManager(RewritingStrategy):
             background: a paragraph added to the manager's instructions (what
                 the agent is for, what matters in its results).
             timeout: seconds the manager may take; past them the context stays.
-            preview_chars: characters of each message the manager is shown.
+            preview_chars: characters of each message the manager is shown (and of
+                each tool call's arguments, 200); ``None``: every message whole, as
+                the paper's manager reads them.
+            extract_for_task: the offline policy's extraction of an oversized
+                result keeps first its lines that share terms with the task and the
+                working note (the paper's extract: what the task needs), then a
+                digest of the rest; ``False``: a digest of the result alone.
             pin_task: the session's first user message is pinned.
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
@@ -151,7 +165,10 @@ class AdaptiveContextManager(RewritingStrategy):
         self.extract_tokens = check_int("extract_tokens", extract_tokens, least=20)
         self.background = check_str("background", background, empty=True)
         self.timeout = check_timeout("timeout", timeout)
-        self.preview_chars = check_int("preview_chars", preview_chars, least=1)
+        if preview_chars is not None:
+            check_int("preview_chars", preview_chars, least=1)
+        self.preview_chars = preview_chars
+        self.extract_for_task = check_bool("extract_for_task", extract_for_task)
 
     def _round(self, ctx: CallContext) -> int:
         """This call's round: one more than the thread's last committed call counted
@@ -278,6 +295,7 @@ class AdaptiveContextManager(RewritingStrategy):
             background=self.background,
             extract_tokens=self.extract_tokens,
             preview_chars=self.preview_chars,
+            extract_for_task=self.extract_for_task,
         )
 
 

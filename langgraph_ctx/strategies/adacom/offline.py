@@ -10,7 +10,9 @@ behaviour the paper's case study (appendix D) describes:
   first when the note outgrows ``note_tokens``.
 - **Extract**: a new tool result over the threshold is rewritten in place (same
   call id) to an extractive digest of ``extract_tokens``, before the agent
-  reads it; the original is archived.
+  reads it; the original is archived. With the request's ``extract_for_task``
+  (``preset="paper"``) its lines that share terms with the task and the working
+  note come first, whole, and the digest of the result fills what is left.
 - **Stale exchanges**: a tool exchange older than ``stale_rounds`` rounds (agent
   messages after it) whose results nothing later refers to (no identifier,
   value or name of them is among those of a later message or tool call) is deleted,
@@ -78,9 +80,14 @@ class OfflinePolicy(OfflineBaseline):
         ops: list[EditOp] = []
         facts: list[str] = []
         names = _tool_names(messages)
+        current = next((m for m in messages if is_working_note(m) or m.id == request.note_id), None)
+        focus = None
+        if request.extract_for_task:
+            parts = [request.task, current]
+            focus = "\n".join(p.text for p in parts if p is not None)
         for m in messages:
             if str(m.id) in request.oversized and isinstance(m, ToolMessage):
-                digest = self._digest(m, request.extract_tokens)
+                digest = self._digest(m, request.extract_tokens, focus)
                 head = f"{EXTRACTED} ({request.tokens.get(str(m.id), 0)} tokens; original {m.id})"
                 ops.append(EditOp((str(m.id),), "tool", "oversized result", f"{head}\n{digest}"))
                 facts.append(self._fact(m, names))
@@ -93,7 +100,6 @@ class OfflinePolicy(OfflineBaseline):
         distill = self._distill(request, ops)
         if distill is not None:
             ops.append(distill)
-        current = next((m for m in messages if is_working_note(m) or m.id == request.note_id), None)
         text = self._note(request.task, current, facts)
         if current is not None and text != current.text:
             ops.append(EditOp((str(current.id),), None, "working note: constraints, facts", text))
@@ -173,8 +179,108 @@ class OfflinePolicy(OfflineBaseline):
         )
         return f"- {name} ({message.id}): {' '.join(digest.split())}"
 
-    def _digest(self, message: BaseMessage, tokens: int) -> str:
-        return self.summarizer.summarize([message], max_tokens=max(tokens, 20))
+    def _digest(self, message: BaseMessage, tokens: int, focus: str | None = None) -> str:
+        """An extractive digest of ``message`` in ``tokens``; with a ``focus`` (the task
+        and the note), the result's lines most about it first, whole, in order, and
+        the digest of the whole in what they leave."""
+        tokens = max(tokens, 20)
+        kept = self._about(message.text, focus, tokens * 2 // 3) if focus else []
+        if not kept:
+            return self.summarizer.summarize([message], max_tokens=tokens)
+        left = tokens - sum(map(self.counter.count_text, kept))
+        rest = self.summarizer.summarize([message], max_tokens=left) if left >= 20 else ""
+        return "\n".join([*kept, *([rest] if rest else [])])
+
+    def _about(self, text: str, focus: str, tokens: int) -> list[str]:
+        """The lines of ``text`` that share the rarest terms with ``focus``, within
+        ``tokens``. A term is worth less the more lines have it: a word every line
+        repeats (a table's column names) says nothing of which line the task needs,
+        the one name only one line has does."""
+        wanted = _terms(focus) | {e.lower() for e in self.entities_of("focus", focus)}
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        shared = [_terms(line) & wanted for line in lines]
+        lines_with: dict[str, int] = {}
+        for terms in shared:
+            for term in terms:
+                lines_with[term] = lines_with.get(term, 0) + 1
+        score = [sum(1 / lines_with[t] for t in terms) for terms in shared]
+        best = max(score, default=0.0)
+        chosen: list[int] = []
+        used = 0
+        for i in sorted(range(len(lines)), key=lambda i: -score[i]):
+            if score[i] <= 0 or score[i] < best / 2:
+                break  # half as much about the task as the best line: not about it
+            cost = self.counter.count_text(lines[i])
+            if used + cost > tokens:
+                break
+            chosen.append(i)
+            used += cost
+        return [lines[i] for i in sorted(chosen)]
+
+
+_WORD = re.compile(r"[\w][\w.\-]*[\w]|\w")
+_COMMON = frozenset(
+    (
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "have",
+        "what",
+        "which",
+        "their",
+        "there",
+        "about",
+        "into",
+        "your",
+        "will",
+        "find",
+        "show",
+        "give",
+        "tell",
+        "please",
+        "also",
+        "each",
+        "every",
+        "must",
+        "should",
+        "only",
+        "before",
+        "after",
+        "when",
+        "where",
+        "then",
+        "than",
+        "them",
+        "they",
+        "were",
+        "been",
+        "being",
+        "does",
+        "done",
+        "task",
+        "note",
+        "facts",
+        "found",
+        "working",
+        "constraints",
+        "none",
+        "stated",
+        "nothing",
+        "recorded",
+        "yet",
+    )
+)
+
+
+def _terms(text: str) -> set[str]:
+    """The words of ``text`` a line must share to be about it: four letters or more,
+    or with a digit, lower-cased, common words left out."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return {w for w in words if (len(w) >= 4 or any(c.isdigit() for c in w)) and w not in _COMMON}
 
 
 def _constraints(task: str) -> list[str]:

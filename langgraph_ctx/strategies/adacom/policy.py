@@ -80,8 +80,12 @@ class ManagerRequest:
     background: str = ""
     extract_tokens: int = 500
     """About how large an extraction of an oversized result should be."""
-    preview_chars: int = 2_000
-    """Characters of each message shown (oversized results are shown whole)."""
+    preview_chars: int | None = 2_000
+    """Characters of each message shown (oversized results are shown whole);
+    ``None``: every message and tool call whole."""
+    extract_for_task: bool = False
+    """An extraction keeps what the task and the working note need first (the
+    offline policy's rule; a model is asked for that in any case)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -125,7 +129,8 @@ def listing(request: ManagerRequest) -> str:
             tags.append("EXTRACT")
         head = f"[{i}] id={mid} role={_role(m)} tokens={request.tokens.get(mid, 0)}"
         if isinstance(m, AIMessage) and m.tool_calls:
-            calls = ", ".join(f"{c['name']}({json.dumps(c['args'])[:200]})" for c in m.tool_calls)
+            cut = None if request.preview_chars is None else 200
+            calls = ", ".join(f"{c['name']}({json.dumps(c['args'])[:cut]})" for c in m.tool_calls)
             head += f" calls: {calls}"
         if m.type == "tool":
             head += f" answers={getattr(m, 'tool_call_id', '')}"

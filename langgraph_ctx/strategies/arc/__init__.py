@@ -21,6 +21,9 @@ def build(
     summary_model: BaseChatModel | None,
     nodes: Sequence[str],
     recall: bool,
+    preset: str = "default",
 ) -> Middleware:
     """The registry's builder: the agent's own call only."""
-    return ReflectiveContextManager(manager=summary_model, archive=archive, nodes=["call_llm"])
+    return ReflectiveContextManager.from_preset(
+        preset, manager=summary_model, archive=archive, nodes=["call_llm"]
+    )

@@ -52,6 +52,14 @@ class ChecklistItem(BaseModel):
     note: str = Field(default="", description="short evidence or state (found values, ids)")
 
 
+class Checklist(BaseModel):
+    """A manager model's first checklist for a task (``initial_checklist="manager"``)."""
+
+    items: list[ChecklistItem] = Field(
+        description="the task's objectives and constraints, one per item, ids c1, c2, ..."
+    )
+
+
 class MemoryUpdate(BaseModel):
     """The incremental step's answer: what the newest interaction adds."""
 

@@ -34,6 +34,10 @@ Every call of the node, before the actor's model call:
 
 A manager that raises leaves everything as it was (``arc_update_failed``); the
 chat-model manager falls back to the offline one by itself.
+
+The first checklist is the offline rule's (the task's goal and constraint
+sentences), even with a model manager, unless ``initial_checklist="manager"``
+(``preset="paper"``): the manager's model writes it, as the paper's does.
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ import asyncio
 import concurrent.futures
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
@@ -54,6 +58,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
 from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
+from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
@@ -76,6 +81,11 @@ class ReflectiveContextManager(RewritingStrategy):
 
     name = "arc"
     default_nodes = ("call_llm",)
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "default": {},
+        # The paper's manager model writes the first checklist from the task.
+        "paper": {"initial_checklist": "manager"},
+    }
     requires = ()  # folds every turn, whatever the zone
     protection = "tiers"
     """What is folded is the code's plan (every interaction before the last), not a
@@ -95,6 +105,7 @@ class ReflectiveContextManager(RewritingStrategy):
         memory_tokens: int | None = None,
         memory_share: float = 0.4,
         background: str = "",
+        initial_checklist: Literal["rule", "manager"] = "rule",
         pin_task: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -116,6 +127,11 @@ class ReflectiveContextManager(RewritingStrategy):
                 ``None``: ``memory_share`` of the budget's message allocation.
             memory_share: see ``memory_tokens``.
             background: a paragraph added to a chat-model manager's instructions.
+            initial_checklist: who writes the first checklist: ``"rule"``, the task's
+                sentences with a goal or constraint (the offline manager's, even
+                with a model); ``"manager"``, a manager with ``plan``/``aplan`` (the
+                chat-model one) asks its model, as the paper does, once per
+                session, under ``timeout`` (the rule's if it fails).
             pin_task: the session's first user message is pinned.
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
@@ -136,10 +152,16 @@ class ReflectiveContextManager(RewritingStrategy):
         self.memory_tokens = memory_tokens
         self.memory_share = check_number("memory_share", memory_share, above=0.0, below=1.0)
         self.background = background
+        if initial_checklist not in ("rule", "manager"):
+            raise ConfigurationError(
+                "initial_checklist", f"must be 'rule' or 'manager', got {initial_checklist!r}"
+            )
+        self.initial_checklist = initial_checklist
 
     def before(self, view: View, ctx: CallContext) -> Hook[View]:
         before = list(view.get("messages") or ())
-        at = self._layout(before)
+        items = yield from self._first_checklist(before)
+        at = self._layout(before, items)
         if at is None:
             return view  # no task yet: nothing to keep
         if at.created:
@@ -229,18 +251,38 @@ class ReflectiveContextManager(RewritingStrategy):
 
     # -- the steps -------------------------------------------------------------
 
-    def _layout(self, messages: list[BaseMessage]) -> _Layout | None:
-        task = next(
-            (i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not _arc(m)),
-            None,
-        )
+    def _first_checklist(self, messages: list[BaseMessage]) -> Hook[list[arc.ChecklistItem] | None]:
+        """The manager model's first checklist when it writes it (``initial_checklist=
+        "manager"``) and the session has none yet; ``None``: the rule's."""
+        plan, aplan = (getattr(self.manager, n, None) for n in ("plan", "aplan"))
+        if self.initial_checklist != "manager" or plan is None or aplan is None:
+            return None  # the offline manager has no model to ask
+        if any(_arc(m).get("kind") == "checklist" for m in messages):
+            return None
+        task = _task_at(messages)
+        if task is None:
+            return None
+        text = messages[task].text
+        try:
+            items: list[arc.ChecklistItem] = yield IOCall(
+                partial(plan, text), partial(aplan, text), timeout=self.timeout
+            )
+        except Exception:
+            return None  # timed out: the rule's, and the fold goes on
+        return items
+
+    def _layout(
+        self, messages: list[BaseMessage], items: list[arc.ChecklistItem] | None = None
+    ) -> _Layout | None:
+        """``items``: the first checklist if it is made now; ``None``: the manager's rule."""
+        task = _task_at(messages)
         if task is None:
             return None
         checklist = next((m for m in messages if _arc(m).get("kind") == "checklist"), None)
         memory = next((m for m in messages if _arc(m).get("kind") == "memory"), None)
         created = checklist is None or memory is None
         if created:
-            items = self.manager.checklist_for(messages[task].text)
+            items = items or self.manager.checklist_for(messages[task].text)
             checklist = checklist or _state_message(
                 CHECKLIST_ID, arc.render_checklist(items), _checklist_state(items, StallState())
             )
@@ -505,6 +547,13 @@ def _tokens_of(memory: BaseMessage, ctx: CallContext) -> int:
     """The memory's tokens: carried by the memory since it grew, else counted (once)."""
     carried = _arc(memory).get("tokens")
     return carried if isinstance(carried, int) else ctx.session.cache.count_of(memory)
+
+
+def _task_at(messages: Sequence[BaseMessage]) -> int | None:
+    """Where the task is: the first user message that is not ARC's own."""
+    return next(
+        (i for i, m in enumerate(messages) if isinstance(m, HumanMessage) and not _arc(m)), None
+    )
 
 
 def _arc(message: BaseMessage) -> dict[str, Any]:

@@ -20,7 +20,10 @@ def build(
     summary_model: BaseChatModel | None,
     nodes: Sequence[str],
     recall: bool,
+    preset: str = "default",
 ) -> Middleware:
     """The registry's builder: on every model node, as the first to see a new
     observation shows the budget first."""
-    return BudgetAwareFolding(policy=summary_model, archive=archive, nodes=nodes)
+    return BudgetAwareFolding.from_preset(
+        preset, policy=summary_model, archive=archive, nodes=nodes
+    )

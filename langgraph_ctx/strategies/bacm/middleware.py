@@ -29,7 +29,10 @@ blocks, the budget state and the fold action):
    :data:`~langgraph_ctx.markers.PER_CALL_TAIL`, and an Anthropic prompt gets a
    breakpoint on the block before the line). In front of the observation, the
    line changed the message's first block, and Anthropic's rule served little
-   more than the system block (see benchmarks/RESULTS.md).
+   more than the system block (see benchmarks/RESULTS.md). With
+   ``budget_line="before"`` (``preset="paper"``) the line opens the first pending
+   observation instead: the agent reads ``b_t`` before what it is about to load,
+   as the paper shows it.
 
 Ledger: ``fold`` for every decision (``by``: agent or policy; ``kind``: null,
 partial, full or refused; the commit ids and the budget state), with the
@@ -44,16 +47,22 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
 from langgraph_ctx import ledger
-from langgraph_ctx._checks import check_has, check_instance, check_number, check_timeout
+from langgraph_ctx._checks import (
+    check_has,
+    check_instance,
+    check_int,
+    check_number,
+    check_timeout,
+)
 from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.strategies import FoldApplied, FoldApplyRefused, FoldRefused
@@ -70,6 +79,12 @@ class BudgetAwareFolding(RewritingStrategy):
     """Shows the agent its budget state and folds its past steps to keep it."""
 
     name = "bacm"
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "default": {},
+        # The paper shows b_t before the pending observation is loaded, and its
+        # policy reads the steps it folds whole.
+        "paper": {"budget_line": "before", "preview_chars": None},
+    }
 
     def __init__(
         self,
@@ -82,6 +97,8 @@ class BudgetAwareFolding(RewritingStrategy):
         show_budget: bool = True,
         pin_task: bool = True,
         timeout: float | None = 30.0,
+        budget_line: Literal["end", "before"] = "end",
+        preview_chars: int | None = 600,
         **kwargs: Any,
     ) -> None:
         """
@@ -98,6 +115,12 @@ class BudgetAwareFolding(RewritingStrategy):
             show_budget: tag the blocks and show the budget line to the model.
             pin_task: the session's first user message is pinned.
             timeout: seconds the policy may take; past them, no fold.
+            budget_line: where the budget line goes: ``"end"``, a last content block
+                of the last pending observation (what follows it is the next call's
+                cacheable prefix); ``"before"``, a first one of the first pending
+                observation, read before it (the paper's order).
+            preview_chars: characters of each step a chat-model policy is shown;
+                ``None``: every step whole (what its fold replaces).
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if decide_at is not None and not 0.0 < check_number("decide_at", decide_at) <= 1.0:
@@ -118,6 +141,14 @@ class BudgetAwareFolding(RewritingStrategy):
         self.decide_at = decide_at
         self.target = target
         self.show_budget = show_budget
+        if budget_line not in ("end", "before"):
+            raise ConfigurationError(
+                "budget_line", f"must be 'end' or 'before', got {budget_line!r}"
+            )
+        self.budget_line = budget_line
+        if preview_chars is not None:
+            check_int("preview_chars", preview_chars, least=1)
+        self.preview_chars = preview_chars
         self.timeout = timeout
         self.tools = (bacm.fold_tool(),)
         """Tools the agent needs bound: ``fold``."""
@@ -202,6 +233,7 @@ class BudgetAwareFolding(RewritingStrategy):
             state=state,
             excess=max(0, math.ceil(excess / calibration)),
             task=next((m for m in messages if m.type == "human"), None),
+            preview_chars=self.preview_chars,
         )
         answer, failed = yield from consult(
             partial(self.policy.decide, request),
@@ -247,8 +279,10 @@ class BudgetAwareFolding(RewritingStrategy):
         out = [
             _prefixed(m, f"[step {tags[str(m.id)]}]") if str(m.id) in tags else m for m in messages
         ]
-        at = _line_at(messages)
-        if at is not None:
+        at = _line_at(messages, first=self.budget_line == "before")
+        if at is not None and self.budget_line == "before":
+            out[at] = _line_first(out[at], state.line())
+        elif at is not None:
             out[at] = _with_line(out[at], state.line())
         return view.replace(messages=out)
 
@@ -297,10 +331,11 @@ def _pending(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     ]
 
 
-def _line_at(messages: Sequence[BaseMessage]) -> int | None:
-    """Where the budget line goes: the last pending message, else a last user turn or result."""
+def _line_at(messages: Sequence[BaseMessage], *, first: bool = False) -> int | None:
+    """Where the budget line goes: the last pending message (the first if ``first``),
+    else a last user turn or result."""
     pending = _pending(messages)
-    at = messages.index(pending[-1]) if pending else len(messages) - 1
+    at = messages.index(pending[0 if first else -1]) if pending else len(messages) - 1
     return at if messages[at].type in ("tool", "human") else None
 
 
@@ -360,6 +395,19 @@ def _with_line(message: BaseMessage, line: str) -> BaseMessage:
             "additional_kwargs": {**message.additional_kwargs, KEY: marks},
         }
     )
+
+
+def _line_first(message: BaseMessage, line: str) -> BaseMessage:
+    """``message`` with the budget line as a first content block of its own: read
+    before the observation (not marked as a per-call tail: what follows it changes
+    with it)."""
+    content = message.content
+    blocks: list[Any] = (
+        ([{"type": "text", "text": content}] if content else [])
+        if isinstance(content, str)
+        else list(content)
+    )
+    return message.model_copy(update={"content": [{"type": "text", "text": line}, *blocks]})
 
 
 def _prefixed(message: BaseMessage, text: str) -> BaseMessage:

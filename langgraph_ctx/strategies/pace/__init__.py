@@ -22,6 +22,7 @@ def build(
     summary_model: BaseChatModel | None,
     nodes: Sequence[str],
     recall: bool,
+    preset: str = "default",
 ) -> Middleware:
     """The registry's builder: ephemeral per call, so every model node needs it."""
-    return PredictiveExtraction(summarizer=summary_model, nodes=nodes)
+    return PredictiveExtraction.from_preset(preset, summarizer=summary_model, nodes=nodes)

@@ -3,11 +3,14 @@
 Before each model call: the steps completed since the last call get their key
 vector (one encoder call, with the query) and a background job for their
 summaries; every older step (all but the last ``recent``) is scored against the
-query (the task, the latest user message, the latest step), and shown in full,
-as a detailed or brief summary, or as a placeholder, by thresholds that rise
-with pressure (:mod:`langgraph_ctx.strategies.pace.policy`); the whole is kept within
-the message budget. Summaries are never waited for: one not ready yet leaves
-the step in full, or a placeholder if that does not fit.
+query (the task, the latest user message, the latest ``query_steps`` steps), and
+shown in full, as a detailed or brief summary, or as a placeholder, by thresholds
+that rise with pressure (:mod:`langgraph_ctx.strategies.pace.policy`); the whole is
+kept within the message budget. Summaries are never waited for: one not ready yet
+leaves the step in full, or a placeholder if that does not fit.
+``preset="paper"`` (:meth:`PaceSettings.paper`) runs it as the paper does where
+the defaults differ: the last two steps in the query, pressure against a fixed
+128K, every call condensed by relevance.
 
 All of it is ephemeral: the assembled messages are this call's view, and the
 history in the checkpoint is never rewritten, so nothing is lost and a step
@@ -32,9 +35,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -88,6 +91,10 @@ class PredictiveExtraction(ContextStrategy):
     name = "pace"
     writes = (CHANNEL, "context_ledger")  # the history itself is never rewritten
     state_schema = PaceState
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "default": {},
+        "paper": {"settings": PaceSettings.paper()},
+    }
 
     def __init__(
         self,
@@ -230,8 +237,11 @@ class PredictiveExtraction(ContextStrategy):
         missing = np.flatnonzero(~_padded(session.keyed, len(scored)))[-KEYS_PER_CALL:]
         todo = [scored[i] for i in missing.tolist()]
         part = chars // 3
-        latest = session.text(session.steps[-1], messages, part)
-        query = "\n".join([session.task[:part], session.last_user[:part], latest])
+        latest = [
+            session.text(step, messages, part)
+            for step in session.steps[-self.settings.query_steps :]
+        ]
+        query = "\n".join([session.task[:part], session.last_user[:part], *latest])
         texts = [session.text(step, messages, chars) for step in todo]
         try:
             keys, q = yield IOCall(
@@ -275,7 +285,7 @@ class PredictiveExtraction(ContextStrategy):
         recent = sum(step.tokens for step in session.steps[len(scored) :])
         fixed = session.head_tokens + recent + BLOCK_TOKENS
         previous = session.previous_tokens or session.head_tokens
-        p = pressure(len(session.steps), s.expected_steps, previous, budget)
+        p = pressure(len(session.steps), s.expected_steps, previous, s.pressure_budget or budget)
         limits = thresholds(s, p)
         table = session.table[: len(scored)]
         whole = int(table[:, FULL].sum())

@@ -24,6 +24,7 @@ assembles the messages.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,7 +37,9 @@ LEVELS = ("full", "detailed", "brief", "placeholder", "omitted")
 
 @dataclass(frozen=True, kw_only=True)
 class PaceSettings:
-    """PACE's parameters; the defaults are the paper's."""
+    """PACE's parameters; the defaults are the paper's but for ``query_steps``,
+    ``pressure_budget``, ``condense_when_fits`` and ``headroom``, which
+    :meth:`paper` (``preset="paper"``) sets as the paper has them."""
 
     recent: int = 2
     """N: the last steps always shown in full (and left out of scoring)."""
@@ -66,6 +69,15 @@ class PaceSettings:
     as it is, since nothing needs to give way yet (at a small window the paper's
     rule dropped values the task needed that every other strategy kept: see
     benchmarks/RESULTS.md)."""
+    query_steps: int = 1
+    """Steps whose text joins the query besides the task and the latest user message:
+    the latest one by default, as the step now under way is what the next one
+    continues; the paper's query is the task and the last ``N`` (= ``recent``)
+    steps in full."""
+    pressure_budget: int | None = None
+    """B_max of eq. 6, in tokens: ``None``, the message room of the call (the
+    budget the steps must fit, so pressure tracks the window the agent runs in);
+    the paper fixes it at 128K whatever the window."""
     scorer_timeout: float | None = 10.0
     """Seconds the query and new keys may take to encode; past them the call is
     made with every step at equal weight."""
@@ -88,6 +100,9 @@ class PaceSettings:
         check_int("brief_tokens", self.brief_tokens, least=5)
         check_int("text_chars", self.text_chars, least=100)
         check_number("summary_timeout", self.summary_timeout, above=0.0)
+        check_int("query_steps", self.query_steps, least=1)
+        if self.pressure_budget is not None:
+            check_int("pressure_budget", self.pressure_budget, least=1)
         if not isinstance(self.condense_when_fits, bool):
             raise ConfigurationError(
                 "condense_when_fits", f"expected a bool, got {self.condense_when_fits!r}"
@@ -102,6 +117,23 @@ class PaceSettings:
             raise ConfigurationError("thresholds", f"expected 3 positive numbers, got {t!r}")
         if not t[0] < t[1] < t[2]:
             raise ConfigurationError("thresholds", f"must increase (alpha < beta < gamma), got {t}")
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> PaceSettings:
+        """The settings as the paper runs PACE (``preset="paper"``): the query is the
+        task and the last two steps, pressure is against a fixed 128K, every call
+        selects anew by relevance (no headroom held), and a history that fits is
+        condensed as one that does not; ``overrides`` win."""
+        return cls(**{**PAPER, **overrides})
+
+
+PAPER: dict[str, Any] = {
+    "query_steps": 2,
+    "pressure_budget": 128_000,
+    "condense_when_fits": True,
+    "headroom": 0.0,
+}
+"""What :meth:`PaceSettings.paper` changes from the defaults."""
 
 
 def pressure(steps: int, expected_steps: int, previous_tokens: int, budget: int) -> float:
