@@ -376,8 +376,16 @@ class Player:
 
 
 def run_cell(
-    workload: Workload, strategy: str, recall: bool, window: int, folder: Path, cache: bool
+    workload: Workload,
+    strategy: str,
+    recall: bool,
+    window: int,
+    folder: Path,
+    cache: bool,
+    preset: str = "default",
 ) -> Cell:
+    """One cell: every dialogue of ``workload`` through ``strategy`` (``preset``: its
+    preset, for a strategy after a paper; ``benchmarks/presets.py`` compares them)."""
     cell = Cell()
     meters = None
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -396,7 +404,7 @@ def run_cell(
             if strategy in PEERS:
                 played = play_peer(dialogue, strategy, window, db, cell, meters)
             else:
-                played = play(dialogue, strategy, recall, window, db, cell, meters)
+                played = play(dialogue, strategy, recall, window, db, cell, meters, preset)
             cell.timeouts.update(_timed_out(db))
             if played is not None:
                 cell.error = played
@@ -432,6 +440,7 @@ def play(
     db: Path,
     cell: Cell,
     meters: Any,
+    preset: str = "default",
 ) -> str | None:
     """Every turn of one dialogue through a fresh agent; the error, if one was raised."""
     player, tools = _player(dialogue, cell, meters)
@@ -445,6 +454,7 @@ def play(
             strategy=strategy,
             recall=recall,
             system_prompt=dialogue.system,
+            preset=preset,
         )
         # Room for the turn's tool rounds (think, fetch_tools, call_llm, tools each).
         _replay(agent, dialogue, player, steps_per_reply=8)
