@@ -8,12 +8,13 @@ variable names the database URL, wherever a user sets one.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.docs.blocks import ROOT
+from tests.docs.blocks import ROOT, blocks
 
 # The distribution's name with extras, as a pip argument; pyproject.toml's own dev
 # extra naming the project's other extras is the one place that form is right.
@@ -71,3 +72,16 @@ def test_one_environment_variable_names_the_database_url() -> None:
         and not (name == "LANGGRAPH_CTX_TEST_DATABASE_URL" and path.suffix == ".md")
     }
     assert not found, "read LANGGRAPH_CTX_DATABASE_URL instead:\n" + "\n".join(sorted(found))
+
+
+def test_the_server_page_shows_the_langgraph_json_that_ships() -> None:
+    """docs/server.md's langgraph.json is examples/server/langgraph.json, and what it
+    names by path (the repository, the graph's module) is there."""
+    shipped_path = ROOT / "examples" / "server" / "langgraph.json"
+    shipped = json.loads(shipped_path.read_text(encoding="utf-8"))
+    shown = [json.loads(b.code) for b in blocks(ROOT / "docs" / "server.md") if b.lang == "json"]
+    assert shown == [shipped]
+    local = [d for d in shipped["dependencies"] if d.startswith(".")]
+    assert (shipped_path.parent / "../..").resolve() == ROOT and "../.." in local
+    for graph in shipped["graphs"].values():
+        assert (shipped_path.parent / graph.split(":")[0]).is_file(), graph
