@@ -133,6 +133,27 @@ def merge_records(state: dict[str, Any], writes: Sequence[Mapping[str, Any]]) ->
     return merged
 
 
+def recall_shown_changes(
+    state: Mapping[str, Any] | None, writes: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The recall lines each turn was shown (``{"signature": ..., "lines": {user
+    message id: [line, ...]}}``, see ``middleware/_recall_refresh.py``) with a batch
+    of changes applied in order, for a ``DeltaChannel``: each change may start over
+    (``reset``, with the new ``signature``), ``drop`` turns, and ``add`` lines at
+    the end of a turn's. A turn's lines only grow until a compression starts them
+    over, so a step stores the lines it added, not every line kept."""
+    lines = {a: list(v) for a, v in ((state or {}).get("lines") or {}).items()}
+    signature = (state or {}).get("signature", 0)
+    for change in writes:
+        if change.get("reset"):
+            signature, lines = change.get("signature", 0), {}
+        for anchor in change.get("drop") or ():
+            lines.pop(anchor, None)
+        for anchor, added in (change.get("add") or {}).items():
+            lines[anchor] = [*lines.get(anchor, ()), *added]
+    return {"signature": signature, "lines": lines}
+
+
 def delta_messages(state: Sequence[Any], writes: Sequence[Any]) -> list[BaseMessage]:
     """``add_messages`` for a ``DeltaChannel``: a batch of writes, each a message or a
     list of them, applied one message at a time in order (so batching never changes
@@ -216,6 +237,13 @@ class DeltaContextState(_ContextFields, total=False):
         list[AnyMessage], DeltaChannel(delta_messages, snapshot_frequency=SNAPSHOT_EVERY)
     ]
     """The conversation, stored as what each step added."""
+    recall_shown: Annotated[
+        dict[str, Any], DeltaChannel(recall_shown_changes, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
+    """The recall lines kept in each turn's user message since the last compression
+    (``recall_refresh="delta"``), stored as the lines each call added. Under
+    :class:`ContextState` they are in ``session["recall_shown"]``, rewritten into
+    every checkpoint with the rest of the session."""
 
 
 def declaration(key: str, *schemas: type[Any]) -> str:

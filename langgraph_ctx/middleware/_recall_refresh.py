@@ -39,7 +39,12 @@ later call pays:
 What is kept is checkpointed (``state["session"]["recall_shown"]``: the lines
 of each turn's block, and ``["recall_kept"]``: ``"compression"``'s block; each
 with the stable prefix it belongs to) when the graph's state has a ``session``
-key, as ``ContextState`` does. Each run of a thread may be served by another
+key, as ``ContextState`` does. A state with a ``recall_shown`` channel
+(``DeltaContextState``) keeps the lines there instead, each call storing only
+the lines it added (:func:`~langgraph_ctx.state.recall_shown_changes`): in the
+session they were rewritten, whole, into every checkpoint and every session
+write until the next compression, the one part of such a checkpoint still
+growing with the turns. Each run of a thread may be served by another
 process (LangGraph Server's replicas) or a restarted one, and a process that
 rebuilt the blocks from its own memory would send other bytes a few turns back
 (with two processes taking a thread's runs at random, a large part of each
@@ -82,6 +87,8 @@ _SHOWN = "placement.recall_shown"
 _SESSION, _SAVED, _SAVED_BLOCK = "session", "recall_shown", "recall_kept"
 """Where the checkpoint keeps what is kept: ``state["session"]["recall_shown"]``
 (``"delta"``'s blocks) and ``["recall_kept"]`` (``"compression"``'s block)."""
+_CHANNEL = "recall_shown"
+"""``"delta"``'s blocks in a channel of their own, where the state has it."""
 
 
 @dataclass
@@ -144,7 +151,7 @@ def delta_recall(
         return list(messages)
     signature = stable_signature(out)
     shown: _Shown | None = ctx.session.scratch.get(_SHOWN)
-    saved = _saved(ctx)
+    saved = _saved_shown(ctx)
     if saved is not None and (shown is None or shown.saved() != saved):
         shown = _Shown.load(saved, ctx)  # another process (or an earlier one) served the thread
     if shown is None or shown.signature != signature:
@@ -178,7 +185,10 @@ def delta_recall(
     _take_back(ctx, "messages", -kept)
     ctx.session.reserved[_SHOWN] = kept
     ctx.session.scratch[_SHOWN] = shown
-    _persist(ctx, _SAVED, shown.saved(), saved)
+    if _CHANNEL in ctx.channels:
+        _persist_changes(ctx, shown.saved())
+    else:
+        _persist(ctx, _SAVED, shown.saved(), saved)
     return [_anchored(m, shown.text) if m.type == "human" else m for m in out]
 
 
@@ -219,6 +229,53 @@ def _persist(
     reserved = dict(ctx.session.reserved)
     if value != saved or reserved != (ctx.state.get(_SESSION) or {}).get("reserved"):
         ctx.persist("placement", **{_SESSION: {key: value, "reserved": reserved}})
+
+
+def _saved_shown(ctx: CallContext) -> Mapping[str, Any] | None:
+    """``"delta"``'s blocks as the checkpoint keeps them: in their channel if the
+    state has one and it holds any, else in the session (a thread checkpointed
+    before the channel existed resumes with them)."""
+    if _CHANNEL in ctx.channels:
+        saved = ctx.state.get(_CHANNEL)
+        if isinstance(saved, Mapping) and "signature" in saved:
+            return saved
+    return _saved(ctx)
+
+
+def _persist_changes(ctx: CallContext, value: dict[str, Any]) -> None:
+    """Checkpoint ``value`` into the ``recall_shown`` channel as what changed since
+    the channel's value (the lines added, the turns dropped; all of it after a
+    compression), and the tokens reserved into the session. A copy the session
+    still holds from before the channel goes."""
+    held = ctx.state.get(_CHANNEL)
+    base = held if isinstance(held, Mapping) and "signature" in held else None
+    if value != base:
+        ctx.persist("placement", **{_CHANNEL: _changes(base, value)})
+    session = (ctx.state.get(_SESSION) or {}) if _SESSION in ctx.channels else {}
+    update: dict[str, Any] = {}
+    if session.get(_SAVED) is not None:
+        update[_SAVED] = None
+    if _SESSION in ctx.channels and dict(ctx.session.reserved) != session.get("reserved"):
+        update["reserved"] = dict(ctx.session.reserved)
+    if update:
+        ctx.persist("placement", **{_SESSION: update})
+
+
+def _changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """The change that makes ``before`` ``after`` (see ``recall_shown_changes``)."""
+    if before is None or before.get("signature") != after["signature"]:
+        return {"reset": True, "signature": after["signature"], "add": dict(after["lines"])}
+    had: Mapping[str, list[str]] = before.get("lines") or {}
+    drop = [a for a in had if a not in after["lines"]]
+    add: dict[str, list[str]] = {}
+    for anchor, lines in after["lines"].items():
+        held = had.get(anchor)
+        if held is not None and lines[: len(held)] != list(held):  # not grown: anew
+            drop.append(anchor)
+            held = None
+        if held is None or len(lines) > len(held):
+            add[anchor] = lines[len(held or ()) :]
+    return {"drop": drop, "add": add}
 
 
 def _saved(ctx: CallContext, key: str = _SAVED) -> Mapping[str, Any] | None:
