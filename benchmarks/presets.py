@@ -13,7 +13,10 @@ Without ``--full`` the workloads are answers_kept's ``--quick`` ones. No manager
 model is given (``summary_model`` unset), as in answers_kept: each strategy runs its
 offline manager, so a difference the paper's preset makes only for a model
 (ARC's first checklist, a BACM or AdaCoM model reading whole steps) does not show
-here; the table says which settings a cell exercises.
+here; the table says which settings a cell exercises. ARC is left out by default:
+offline, its paper preset is its default (``--strategies arc`` runs it anyway).
+The section is written again after each workload, so a run stopped part-way keeps
+the workloads it finished.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from answers_kept import Cell, Workload, bfcl, conversations, pct, run_cell, tau
 from langgraph_ctx.strategies.registry import PRESETS
 
 PAPER_STRATEGIES = tuple(name for name, names in PRESETS.items() if "paper" in names)
+RUN = tuple(s for s in PAPER_STRATEGIES if s != "arc")
+"""What runs by default: ARC's preset changes nothing without a manager model."""
 WINDOWS = (2_000, 4_000, 8_000)
 EXERCISED = {
     "adacom": "every=1, extract_for_task (offline); preview_chars needs a model",
@@ -57,7 +62,7 @@ def _task(args: tuple[Workload, str, str, int]) -> Cell:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--windows", type=int, nargs="+", default=list(WINDOWS))
-    parser.add_argument("--strategies", nargs="+", default=list(PAPER_STRATEGIES))
+    parser.add_argument("--strategies", nargs="+", default=list(RUN))
     parser.add_argument(
         "--workloads", nargs="+", default=["conversations", "bfcl", "tau"],
         choices=["conversations", "bfcl", "tau"],
@@ -81,54 +86,58 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             data = data_dir(args.data)
             loads.append(bfcl(quick, data) if name == "bfcl" else tau(quick, data))
-    tasks = [
-        (load, s, preset, w)
-        for load in loads
-        for w in args.windows
-        for s in args.strategies
-        for preset in ("default", "paper")
-    ]
     started = time.perf_counter()
-    if args.workers > 1:
-        with ProcessPoolExecutor(args.workers) as pool:
-            results = list(pool.map(_task, tasks))
-    else:
-        results = [_task(t) for t in tasks]
-    elapsed = time.perf_counter() - started
-    cells = {(t[0].name, t[1], t[2], t[3]): c for t, c in zip(tasks, results, strict=True)}
-
     lines = header("Each paper's preset against our defaults (answers kept)")
     lines += [
         "`create_context_agent(model, tools, budget=Budget.for_window(W), strategy=S, "
         "preset=P)` on answers_kept's runs (recall off, `think` on, no manager model: each "
         "strategy's offline manager). Each cell: default → paper, answers kept of the "
-        "questions asked, and the wall seconds of both. What the paper's preset changes "
-        "that the offline runs exercise:",
+        "questions asked, and the wall seconds of both (one run each; PACE's background "
+        "summaries and scorer make its cells depend on the machine's load). What the "
+        "paper's preset changes that the offline runs exercise:",
         "",
         *(f"- {s}: {EXERCISED[s]}." for s in args.strategies),
         "",
     ]
-    for load in loads:
-        lines += [f"### {load.title}", "", load.note + ".", ""]
-        heads = [f"{w // 1000}K" for w in args.windows]
-        lines += ["| strategy | " + " | ".join(heads) + " |"]
-        lines += ["| --- | " + " | ".join("---" for _ in heads) + " |"]
-        for s in args.strategies:
-            row = []
-            for w in args.windows:
-                ours, paper = cells[(load.name, s, "default", w)], cells[(load.name, s, "paper", w)]
-                row.append(
-                    f"{pct(ours)} → {pct(paper)} ({ours.kept}/{ours.probes} → "
-                    f"{paper.kept}/{paper.probes}; {ours.wall:.0f} s → {paper.wall:.0f} s)"
-                )
-            lines += [f"| {s} | " + " | ".join(row) + " |"]
-        lines += [""]
     command = "python benchmarks/presets.py"
     if argv:
         command += " " + " ".join(argv)
-    lines += [f"Command: `{command}` ({elapsed / 60:.1f} minutes, {args.workers} worker(s))."]
-    emit(args.out, lines)
+    for load in loads:
+        tasks = [
+            (load, s, preset, w)
+            for w in args.windows
+            for s in args.strategies
+            for preset in ("default", "paper")
+        ]
+        if args.workers > 1:
+            with ProcessPoolExecutor(args.workers) as pool:
+                results = list(pool.map(_task, tasks))
+        else:
+            results = [_task(t) for t in tasks]
+        cells = {(t[1], t[2], t[3]): c for t, c in zip(tasks, results, strict=True)}
+        lines += [f"### {load.title}", "", load.note + ".", ""]
+        lines += [*_table(cells, args.strategies, args.windows), ""]
+        elapsed = time.perf_counter() - started
+        done = f"Command: `{command}` ({elapsed / 60:.1f} minutes, {args.workers} worker(s))."
+        emit(args.out, [*lines, done])
     return 0
+
+
+def _table(cells: dict[tuple[str, str, int], Cell], strategies: Sequence[str],
+           windows: Sequence[int]) -> list[str]:  # fmt: skip
+    heads = [f"{w // 1000}K" for w in windows]
+    out = ["| strategy | " + " | ".join(heads) + " |"]
+    out += ["| --- | " + " | ".join("---" for _ in heads) + " |"]
+    for s in strategies:
+        row = []
+        for w in windows:
+            ours, paper = cells[(s, "default", w)], cells[(s, "paper", w)]
+            row.append(
+                f"{pct(ours)} → {pct(paper)} ({ours.kept}/{ours.probes} → "
+                f"{paper.kept}/{paper.probes}; {ours.wall:.0f} s → {paper.wall:.0f} s)"
+            )
+        out += [f"| {s} | " + " | ".join(row) + " |"]
+    return out
 
 
 if __name__ == "__main__":

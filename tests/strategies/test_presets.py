@@ -267,7 +267,7 @@ def pace_inline(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         job.future.result(timeout=30)
         return job
 
-    queries: ClassVar[list[str]] = []
+    queries: list[str] = []
     monkeypatch.setattr(RecordingScorer, "queries", queries)
     monkeypatch.setattr(pace_middleware, "start", start)
     monkeypatch.setattr(pace_middleware, "default_scorer", RecordingScorer)
