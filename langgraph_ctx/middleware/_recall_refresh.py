@@ -232,14 +232,15 @@ def _persist(
 
 
 def _saved_shown(ctx: CallContext) -> Mapping[str, Any] | None:
-    """``"delta"``'s blocks as the checkpoint keeps them: in their channel if the
-    state has one and it holds any, else in the session (a thread checkpointed
-    before the channel existed resumes with them)."""
-    if _CHANNEL in ctx.channels:
-        saved = ctx.state.get(_CHANNEL)
-        if isinstance(saved, Mapping) and "signature" in saved:
-            return saved
-    return _saved(ctx)
+    """``"delta"``'s blocks as the checkpoint keeps them: in the session if it holds
+    them (no channel, or a process of an earlier version served the last call: one
+    with the channel clears the session's copy whenever it writes), else in their
+    channel."""
+    in_session = _saved(ctx)
+    if in_session is not None or _CHANNEL not in ctx.channels:
+        return in_session
+    saved = ctx.state.get(_CHANNEL)
+    return saved if isinstance(saved, Mapping) and "signature" in saved else None
 
 
 def _persist_changes(ctx: CallContext, value: dict[str, Any]) -> None:

@@ -7,12 +7,14 @@ the next turn from the checkpoint."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
@@ -29,7 +31,14 @@ from langgraph_ctx import (
     is_summary,
 )
 from langgraph_ctx.middleware._recall_refresh import _changes
-from langgraph_ctx.state import recall_shown_changes
+from langgraph_ctx.state import (
+    SNAPSHOT_EVERY,
+    LedgerEntry,
+    delta_messages,
+    ledger_reducer,
+    merge_dicts,
+    recall_shown_changes,
+)
 from langgraph_ctx.testing import ScriptedChatModel
 
 CITIES = [f"{port}{k}" for k in range(6) for port in ("Antwerp", "Bilbao", "Cadiz", "Danzig")]
@@ -37,12 +46,22 @@ BUDGET = Budget.for_window(6_000)
 CONFIG: Any = {"configurable": {"thread_id": "t", "user_id": "alice"}}
 
 
-def run(path: Path, turns: int, processes: int = 1) -> tuple[ScriptedChatModel, Any]:
+def run(
+    path: Path,
+    turns: int,
+    processes: int = 1,
+    schemas: tuple[Any, ...] = (DeltaContextState,),
+    cities: list[str] = CITIES,
+    before_turn: Callable[[int, Any], None] | None = None,
+) -> tuple[ScriptedChatModel, Any]:
     """``processes`` graphs, each its own pipeline (its own memory of the session),
     serve the thread's turns in turn over one SQLite file: each turn is served by a
-    process that did not serve the one before, as after a restart."""
+    process that did not serve the one before, as after a restart. ``schemas``: the
+    state of each process (the last one's when fewer). A memory for each of
+    ``cities``; turn ``i`` asks about the ``i``-th. ``before_turn(i, graph)`` runs
+    before turn ``i`` with the graph about to serve it."""
     bank = MemoryBank()
-    for city in CITIES:
+    for city in cities:
         bank.remember(
             ("alice",),
             f"Shipments to {city} clear customs at the {city} office. " + "Papers. " * 60,
@@ -53,8 +72,8 @@ def run(path: Path, turns: int, processes: int = 1) -> tuple[ScriptedChatModel, 
     with sqlite3.connect(path, check_same_thread=False) as conn:
         saver = SqliteSaver(conn)
 
-        def graph() -> Any:
-            builder = StateGraph(DeltaContextState)
+        def graph(schema: Any) -> Any:
+            builder = StateGraph(schema)
             builder.add_node(
                 "call_llm", lambda state: {"messages": [model.invoke(state["messages"])]}
             )
@@ -66,18 +85,20 @@ def run(path: Path, turns: int, processes: int = 1) -> tuple[ScriptedChatModel, 
             middleware.append(ProviderPlacement(recall_refresh="delta"))
             return Pipeline(middleware, budget=BUDGET).attach(builder).compile(saver)
 
-        graphs = [graph() for _ in range(processes)]
+        graphs = [graph(schemas[min(k, len(schemas) - 1)]) for k in range(processes)]
         first: list[Any] = [SystemMessage("You route freight.")]
         for turn in range(turns):
-            city = CITIES[turn % len(CITIES)]
+            city = cities[turn % len(cities)]
             text = (
                 f"Turn {turn}: where does the shipment to {city} clear customs? " + "cargo " * 120
             )
+            if before_turn is not None:
+                before_turn(turn, graphs[turn % processes])
             graphs[turn % processes].invoke(
                 {"messages": [*first, HumanMessage(text, id=f"h{turn}")]}, CONFIG
             )
             first = []
-        return model, graphs[0].get_state(CONFIG).values
+        return model, graphs[(turns - 1) % processes].get_state(CONFIG).values
 
 
 def stored_with(path: Path, text: str) -> tuple[int, set[str]]:
@@ -166,3 +187,52 @@ def test_what_a_call_stores_rebuilds_the_lines_it_kept(
     stored, applied to the channel's value, gives exactly what the call kept."""
     change = _changes(before, after)
     assert recall_shown_changes(before or {}, [change]) == after
+
+
+class Before(TypedDict, total=False):
+    """DeltaContextState before the recall_shown channel: the lines in the session."""
+
+    messages: Annotated[
+        list[AnyMessage], DeltaChannel(delta_messages, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
+    session: Annotated[dict[str, Any], merge_dicts]
+    context_ledger: Annotated[list[LedgerEntry], ledger_reducer()]
+
+
+def test_a_thread_checkpointed_with_the_lines_in_the_session_resumes_with_them(
+    tmp_path: Path,
+) -> None:
+    """An upgraded process takes turns from one that kept the lines in the session:
+    every prompt is the one a process of the old kind sends, and the session's copy
+    goes once the channel holds them."""
+    # More memories than a block holds: most turns add their city's line, so a turn
+    # the old process served leaves lines only the session holds.
+    cities = [f"{port}{k}" for k in range(30) for port in ("Antwerp", "Bilbao", "Cadiz")]
+    kinds = (Before, DeltaContextState)
+    old, _ = run(tmp_path / "old.sqlite", 30, processes=2, schemas=(Before,), cities=cities)
+    mixed, state = run(tmp_path / "mixed.sqlite", 30, processes=2, schemas=kinds, cities=cities)
+    assert [[(m.type, m.text) for m in c.messages] for c in mixed.calls] == [
+        [(m.type, m.text) for m in c.messages] for c in old.calls
+    ]
+    assert state["recall_shown"]["lines"]
+    assert state["session"].get("recall_shown") is None
+
+
+def test_lines_an_earlier_version_left_in_the_session_are_the_ones_shown(tmp_path: Path) -> None:
+    """A process of an earlier version served the last call (a rolling upgrade) and
+    kept the lines in the session, the channel holding what the call before left:
+    the session's copy is the newer one, and the next process shows it."""
+    planted = "- [observation] Shipments to Riga clear customs at the Riga office."
+
+    def old_version_added_a_line(turn: int, graph: Any) -> None:
+        if turn != 2:
+            return
+        shown = graph.get_state(CONFIG).values["recall_shown"]
+        lines = {a: list(v) for a, v in shown["lines"].items()}
+        lines[next(iter(lines))].append(planted)
+        newer = {"signature": shown["signature"], "lines": lines}
+        graph.update_state(CONFIG, {"session": {"recall_shown": newer}})
+
+    model, state = run(tmp_path / "t.sqlite", 4, processes=2, before_turn=old_version_added_a_line)
+    assert any(planted in m.text for m in model.calls[2].messages)
+    assert state["session"].get("recall_shown") is None
