@@ -10,7 +10,9 @@ A SQLite file never shrinks by itself (freed pages are reused), so with retentio
 size stops growing rather than falling.
 
 Run from the repo root: ``python benchmarks/checkpoint_retention.py
-[--turns 50,100,200] [--window 32000] [--keep 10] [--strategies tiered,pace]``.
+[--turns 50,100,200] [--window 32000] [--keep 10] [--strategies tiered,pace]``, or
+``--runs tiered:all:2000,pace:10:2000`` for chosen (strategy, keep, last turn) runs
+(keeping every checkpoint of a long session takes gigabytes and hours).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def run(strategy: str, keep: int | None, turns: list[int], window: int) -> list[
                     f"{file_size(path) / 1e6:.2f}",
                     str(seen.checkpoints),
                     f"{seen.checkpoint_bytes / 1e6:.2f}",
+                    f"{seen.archive_rows:,}",
                     f"{statistics.median(times) * 1000:.0f}",
                 ]
             )
@@ -104,15 +107,29 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=32_000)
     parser.add_argument("--keep", type=int, default=10)
     parser.add_argument("--strategies", default="tiered,pace")
+    parser.add_argument("--runs", help="strategy:keep:last turn,... instead of the product")
     args = parser.parse_args()
     turns = [int(t) for t in args.turns.split(",")]
+    plan: list[tuple[str, int | None, int]] = [
+        (strategy, keep, max(turns))
+        for strategy in args.strategies.split(",")
+        for keep in (None, args.keep)
+    ]
+    if args.runs:
+        plan = []
+        for item in args.runs.split(","):
+            strategy, keep, last = item.split(":")
+            plan.append((strategy, None if keep == "all" else int(keep), int(last)))
     rows = []
-    for strategy in args.strategies.split(","):
-        for keep in (None, args.keep):
-            rows += run(strategy, keep, turns, args.window)
+    for strategy, keep, last in plan:
+        rows += run(strategy, keep, [t for t in turns if t <= last], args.window)
     command = (
-        f"python benchmarks/checkpoint_retention.py --turns {args.turns} "
-        f"--window {args.window} --keep {args.keep} --strategies {args.strategies}"
+        f"python benchmarks/checkpoint_retention.py --turns {args.turns} --window {args.window}"
+    )
+    command += (
+        f" --runs {args.runs}"
+        if args.runs
+        else f" --keep {args.keep} --strategies {args.strategies}"
     )
     lines = header("Checkpoint retention: storage per thread against turns")
     lines += [
@@ -122,10 +139,22 @@ def main() -> None:
         "policy. File: the SQLite file with its write-ahead log (never shrinks; freed "
         "pages are reused). Kept: "
         "checkpoint rows and their bytes with their writes, as `langgraph-ctx inspect` "
-        "reports them. ms/turn: median wall time of the turns since the row before.",
+        "reports them. Archived: messages in the archive (every original a compression "
+        "replaced, by design kept whatever the retention; with the event table, what "
+        "makes the file grow once the checkpoints stop). ms/turn: median wall time of "
+        "the turns since the row before.",
         "",
         *table(
-            ["strategy", "keep", "turns", "file MB", "checkpoints", "kept MB", "ms/turn"],
+            [
+                "strategy",
+                "keep",
+                "turns",
+                "file MB",
+                "checkpoints",
+                "kept MB",
+                "archived",
+                "ms/turn",
+            ],
             rows,
             left=2,
         ),
