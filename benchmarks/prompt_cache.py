@@ -84,7 +84,6 @@ from langgraph_ctx.middleware import (
 from langgraph_ctx.middleware._recall_refresh import DEFAULT_PER_TURN
 from langgraph_ctx.middleware.placement import RecallRefresh
 from langgraph_ctx.strategies import TieredCompression
-from langgraph_ctx.strategies.tiered.middleware import RECALL_TARGET
 from langgraph_ctx.tokens import load_encoding
 
 BASE_PER_MTOK = 3.00
@@ -226,8 +225,8 @@ def _ours(
 
         archive = InMemoryArchive()
         bank = MemoryBank(InMemoryStore(), scope_keys=("thread_id",)) if memory else None
-        # As the agent builds it with recall on (RECALL_TARGET), unless tuned here.
-        default = RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET
+        # As the agent builds it (one target, recall on or off), unless tuned here.
+        default = TieredCompression.DEFAULT_TARGET
         tuned = {"target_utilization": default if target is None else target}
         summarizer = CountingSummarizer(setup.log)
 
@@ -497,8 +496,8 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "Ours, defaults: `create_context_agent(recall=True)`: recall over the archive, "
             '`recall_refresh="delta"` (each turn keeps the recall lines it added in its user '
-            f"message: {_per_turn_text()}), compressions down to {RECALL_TARGET} of the "
-            "messages' room (never below what the protected turns need). "
+            f"message: {_per_turn_text()}), compressions to the same target as with recall off "
+            f"({TieredCompression.DEFAULT_TARGET} of the messages' room). "
             '`recall_refresh="compression"`: one recall block kept after the summaries until '
             "the next compression.",
             "",

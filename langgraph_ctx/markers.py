@@ -31,11 +31,19 @@ PER_CALL_TAIL = "per_call_tail"
 (BACM's budget line): the next call sends the message without that block, so a
 prompt cache that keys on block boundaries (Anthropic's) must find an entry at
 the end of the block before it."""
+PER_CALL_HEAD = "per_call_head"
+"""Mark a layer puts on a message whose first content block is for this call only
+(BACM's budget line under ``budget_line="before"``): what reads the message's own
+words (recall's query) leaves that block out."""
 PARTS = "parts"
 """Mark of a message that grows by appending: where each appended part starts, an
 empty list while it is one part (:func:`appended_parts`)."""
 
 M = TypeVar("M", bound=BaseMessage)
+
+
+GLIMPSE = "glimpse"
+"""The name of recall's tool for whole originals (:class:`~langgraph_ctx.middleware.Glimpse`)."""
 
 
 def _marks(message: BaseMessage) -> dict[str, Any]:

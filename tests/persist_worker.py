@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.middleware.glimpse import GLIMPSE
+from langgraph_ctx.markers import GLIMPSE
 from langgraph_ctx.storage.checkpointers import archive_from_url
 
 PROBE = "Which code did crate 2 carry, again?"

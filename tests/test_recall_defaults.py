@@ -119,16 +119,21 @@ def _question_block(call: Any) -> list[str]:
 def test_recall_at_a_small_window_reaches_its_target_and_shows_the_archived_facts(
     window: int,
 ) -> None:
-    """Compression with recall aimed at 0.1 of the room, below what the protected
+    """Compression with recall once aimed at 0.1 of the room, below what the protected
     turns need at these windows: every compression ended budget_unreachable. And a
-    new question added at most 2.5% of recall's limit to the prompt: one line."""
+    new question added at most 2.5% of recall's limit to the prompt: one line.
+    Compressions now aim where they do with recall off (recall only fills the room
+    they leave): at 4K that room holds what the question needs; at 2K it holds a
+    line or two, so recall must bring back more than off keeps, not 70%."""
     asked, events, _ = session(Budget.for_window(window), recall=True)
     assert events.kinds["compression"] > 5  # the facts asked about were archived
     assert events.kinds["budget_unreachable"] == 0
     several = [call for _, call in asked if len(_question_block(call)) > 1]
     assert several, "a new question is shown several of the lines recall found"
     off, _, _ = session(Budget.for_window(window), recall=False)
-    assert kept(asked) >= max(kept(off) + 1, 0.7 * len(asked))
+    assert kept(asked) >= kept(off) + 1
+    if window >= 4_096:
+        assert kept(asked) >= 0.7 * len(asked)
 
 
 @pytest.mark.slow
@@ -141,15 +146,61 @@ def test_recall_on_keeps_at_least_what_recall_off_keeps_at_8k() -> None:
 @pytest.mark.parametrize("window", [4_096])
 @pytest.mark.slow
 def test_strategy_none_with_recall_keeps_at_least_what_it_keeps_without(window: int) -> None:
-    """``strategy="none"``: the history fills the room on every call, so recall had
-    nothing archived to find, and its glimpse tool's schema pushed one more old
-    turn out of each prompt: recall on kept fewer answers than off. What a call
-    leaves out now goes to the archive, and recall brings the asked-for fact back."""
+    """``strategy="none"``: the history fills the room on every call. Recall's glimpse
+    schema once pushed one more old turn out of each prompt, and then a cut made
+    deeper to give recall room left out turns that word search could not find
+    again: either way recall on kept fewer answers than off. The prompt's history
+    is now cut exactly as with recall off (strategies/recall_room.py)."""
     on, _, _ = session(Budget.for_window(window), recall=True, seed=1, strategy="none")
     off, _, _ = session(Budget.for_window(window), recall=False, seed=1, strategy="none")
     assert kept(on) >= kept(off)
-    brought = [v for v, call in asked_blocks(on) if v in call]
-    assert brought, "recall brings a left-out fact back into a question's prompt"
+
+
+@pytest.mark.parametrize("strategy", ["none", "tiered"])
+def test_recall_never_changes_the_history_a_prompt_shows(strategy: str) -> None:
+    """Recall gives way to the history: with recall on, every ``call_llm`` prompt shows
+    the same messages of the history as with recall off, recall's block aside (the
+    block leads the last user message). Cut deeper to make room for recall, or cut
+    again by pre-flight's guard because recall's block did not fit, the prompt left
+    out turns that word search could not find again. A chat without tools, every
+    id fixed, so that the two runs can be compared message for message."""
+    filler = (
+        "The pallet manifest was reviewed by quality assurance after the Monday sync, "
+        "finance approved the freight schedule, and the regional office filed the customs "
+        "paperwork pending a second signature from procurement."
+    )
+    facts = [
+        f"Note {i}: the shipment code for order {i} is SC-{1000 + i}. {filler}" for i in range(40)
+    ]
+
+    def run(recall: bool) -> tuple[list[list[str]], int]:
+        replies = [AIMessage(f"Noted, order {i}.", id=f"a{i}") for i in range(len(facts) + 8)]
+        model = ScriptedChatModel(responses=replies)
+        events = Events()
+        agent = create_context_agent(
+            model,
+            [],
+            budget=Budget.for_window(2_048),
+            strategy=strategy,
+            recall=recall,
+            think=False,
+            events=events,
+        )
+        config = {"configurable": {"thread_id": "t"}}
+        said = [*facts, *(f"What is the shipment code for order {i}?" for i in (2, 5, 9, 14))]
+        for i, text in enumerate(said):
+            agent.invoke({"messages": [HumanMessage(text, id=f"u{i}")]}, config)
+        shown = [[str(m.id) for m in c.messages if m.type != "system"] for c in model.calls]
+        shown_by_recall = sum(
+            1 for e in events.entries if e["kind"] == "recall" and e["data"].get("items")
+        )
+        return shown, shown_by_recall
+
+    on, blocks = run(True)
+    off, _ = run(False)
+    assert on == off
+    if strategy != "none":  # none fills the window: recall has no room left there
+        assert blocks > 0, "recall showed something: the comparison is not vacuous"
 
 
 def asked_blocks(asked: list[tuple[str, Any]]) -> list[tuple[str, str]]:

@@ -36,6 +36,7 @@ from typing_extensions import TypedDict, Unpack
 from langgraph_ctx._checks import check_bool, check_instance, check_int, check_str
 from langgraph_ctx.agent.nodes import (
     ThinkSettings,
+    Thought,
     call_llm_node,
     fetch_tools_node,
     route_after_think,
@@ -43,6 +44,7 @@ from langgraph_ctx.agent.nodes import (
 )
 from langgraph_ctx.budget import Budget, model_window
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.markers import GLIMPSE
 from langgraph_ctx.middleware import (
     Glimpse,
     MemoryRecall,
@@ -51,7 +53,6 @@ from langgraph_ctx.middleware import (
     SummaryObserver,
     ToolEviction,
 )
-from langgraph_ctx.middleware.glimpse import GLIMPSE
 from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefresh, check_placement
 from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
@@ -124,11 +125,9 @@ class AgentOptions(TypedDict, total=False):
     ``glimpse`` tool for whole originals
     (:class:`~langgraph_ctx.middleware.Glimpse`). Works without a ``user_id``:
     the archive is the thread's own. A new question is shown what recall finds,
-    up to the room the prompt leaves under the red line. With
-    ``strategy="tiered"``, compressions then aim deeper and come rarer (to
-    :data:`~langgraph_ctx.strategies.tiered.middleware.RECALL_TARGET` of the room, never
-    below what the protected turns need), as recall brings back what they
-    remove and each costs the prompt cache."""
+    up to the room the prompt leaves under the red line: recall never changes
+    what the strategy does to the history, so it never keeps fewer answers than
+    recall off (``langgraph_ctx/strategies/recall_room.py``)."""
     middleware: Sequence[Middleware]
     """``()``: more middleware, ordered with the built-ins by priority."""
     strategy: str | Middleware
@@ -324,6 +323,8 @@ def build_context_agent(
         [*_builtins(registry, options, strategy, recall), *options.get("middleware", ())],
         budget=_budget(model, options),
         tools=registry.bound,
+        # ``think`` asks for a structured Thought: its schema is the one tool it sends.
+        node_tools={"think": [Thought]} if "think" in llm_nodes else None,
         system_prompt=options.get("system_prompt"),
         events=options.get("events"),
     )

@@ -38,13 +38,12 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_has, check_int
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.markers import SUMMARY_ID, summary_info
+from langgraph_ctx.markers import GLIMPSE, SUMMARY_ID, summary_info
 from langgraph_ctx.middleware._room import RoomFiller
 from langgraph_ctx.pipeline import CallContext, View, graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive, searchable_text
 from langgraph_ctx.tokens import TokenCounter
 
-GLIMPSE = "glimpse"
 SESSION_KEY = "glimpse_tokens"
 """``state["session"]`` key: the token cap of one glimpse, as the last call left it."""
 _SUMMARY_REF = re.compile(r"^\s*(?:summary\s*)?#?\s*(\d+)\s*$", re.IGNORECASE)

@@ -234,7 +234,7 @@ def place_messages(
             deferred = []
     body += _pair(deferred) if deferred else []
     head = [_merge_system(lead)] if lead else []
-    return [*head, *_with_per_call(_fold_notes([_in_parts(m) for m in body]), per_call)]
+    return [*head, *_with_per_call(fold_notes([_in_parts(m) for m in body]), per_call)]
 
 
 def _in_parts(m: BaseMessage) -> BaseMessage:
@@ -283,7 +283,9 @@ def _with_per_call(body: list[BaseMessage], per_call: Sequence[BaseMessage]) -> 
     return [*body[:at], merged, *body[at + 1 :]]
 
 
-def _fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
+def fold_notes(body: list[BaseMessage]) -> list[BaseMessage]:
+    """``body`` with each ``[plan]`` note folded into the assistant message after it
+    (that message's id), as the prompt sends them."""
     out: list[BaseMessage] = []
     for m in body:
         previous = out[-1] if out else None

@@ -37,9 +37,9 @@ from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.history import repair_pairs
 from langgraph_ctx.ledger import ToolPairsRepaired
-from langgraph_ctx.ledger.core import CeilingChecked, UtilizationMeasured
-from langgraph_ctx.markers import is_recall_block, is_summary
-from langgraph_ctx.middleware.thought import thought_message
+from langgraph_ctx.ledger.core import CeilingChecked, RecallSkipped, UtilizationMeasured
+from langgraph_ctx.markers import GLIMPSE, is_recall_block, is_summary
+from langgraph_ctx.middleware.thought import think_notes, thought_message
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
 
@@ -80,37 +80,21 @@ class PreflightCheck(Middleware):
         re-measuring. Near or over the limit, the messages sent are counted
         (cached counts, by content).
         """
-        report = ctx.measured()
-        # Never trusted under our own count: a ratio under 1 may be a miscount of
-        # ours (text measured but not sent, a placement's merge), not the provider's
-        # tokenizer, and applied to an exact count it lets a prompt over the limit.
-        # Our count is a bound either way: it costs a provider that bills fewer
-        # tokens a few of its room, never a prompt over the limit.
-        measured = max(report.total, report.raw_total)
-        if measured + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
-            return view
-        messages: list[BaseMessage] = list(view.get("messages") or ())
-        count = ctx.session.cache.count_of
         prompt = self._prompt(ctx) if ctx.system_prompt else 0
-        # Recall's block stands among the messages but is reported as auxiliary:
-        # counted here too, it was counted twice, and the ceiling left out a block
-        # that fitted, then reported the prompt it had not sent, which taught
-        # calibration a ratio far under 1 (later calls went over their budget).
-        apart = sum(count(m) for m in messages if is_recall_block(m))
-        raw = sum(count(m) for m in messages) + prompt - apart
-        used = report.used
-        sent = (
-            report.total
-            - used.get("system", 0)
-            - used.get("messages", 0)
-            + ctx.session.calibration.apply(raw)
-        )
-        calibration = max(report.calibration, 1e-6)
-        # Under 1, back to our own count, as above: ``over`` in raw tokens.
-        bound = sent if calibration >= 1 else math.ceil(sent / calibration)
-        over = math.ceil((bound - report.prompt_limit) / max(calibration, 1.0))
+        sent, over = prompt_over(view, ctx, prompt)
         if over <= 0:
             return view
+        # Recall gives way to the history, never the reverse: a prompt over its
+        # limit first loses this call's recall block and the glimpse schema, so
+        # that what is cut of the history is what recall off would cut.
+        view = self._without_recall(view, ctx)
+        sent, over = prompt_over(view, ctx, prompt)
+        if over <= 0:
+            return view
+        report = ctx.measured()
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        count = ctx.session.cache.count_of
+        calibration = max(report.calibration, 1e-6)
         memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
         fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
         if fit.over > 0:
@@ -134,6 +118,24 @@ class PreflightCheck(Middleware):
             ),
         )
         return view.replace(messages=fit.messages)
+
+    def _without_recall(self, view: View, ctx: CallContext) -> View:
+        """``view`` without this call's recall blocks, and ``ctx.tools`` without
+        ``glimpse`` (recall's tool), each re-measured; recorded if either was there."""
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        blocks = [m for m in messages if is_recall_block(m)]
+        glimpse = [t for t in ctx.tools if _tool_name(t) == GLIMPSE]
+        if not blocks and not glimpse:
+            return view
+        count = ctx.session.cache.count_of
+        if blocks:
+            ctx.adjust_usage("auxiliary", -sum(count(m) for m in blocks))
+            view = view.replace(messages=[m for m in messages if not is_recall_block(m)])
+        if glimpse:
+            ctx.adjust_usage("tools", -sum(self._tool(t, ctx) for t in glimpse))
+            ctx.tools = [t for t in ctx.tools if _tool_name(t) != GLIMPSE]
+        ctx.record("recall_skipped", RecallSkipped(reason="gave way at the prompt limit", budget=0))
+        return view
 
     def repair(self, view: View, ctx: CallContext, *, unchanged: int = 0) -> View:
         """The view with its tool pairs made whole, as a provider requires.
@@ -205,17 +207,18 @@ class PreflightCheck(Middleware):
             in_state = sum(session.cache.count_of(m) for m in _leading_system(messages))
         prompt = self._prompt(ctx) if ctx.system_prompt else 0
         tools = sum(self._tool(t, ctx) for t in ctx.tools)
-        # The thought the node sends (one message, the turn's latest), not every
-        # thought in state: counting text that is not sent taught calibration a
-        # ratio under 1, and the next prompt was measured short.
-        # ``think`` sends the turn's thoughts as one JSON list instead.
-        thinking = ctx.node == "think"
-        shown = None if thinking else thought_message(ctx.state)
-        aux = 0 if shown is None else ctx.counter.count_message(shown)
-        for key in ("thoughts", "artifacts") if thinking else ("artifacts",):
-            value = view.get(key)
-            if value:
-                aux += ctx.counter.count_text(json.dumps(value, default=str))
+        # The thought messages the node sends, not every thought in state:
+        # counting text that is not sent taught calibration a ratio under 1, and
+        # the next prompt was measured short.
+        if ctx.node == "think":
+            shown = think_notes(ctx.state)
+        else:
+            carried = thought_message(ctx.state)
+            shown = [] if carried is None else [carried]
+        aux = sum(ctx.counter.count_message(m) for m in shown)
+        artifacts = view.get("artifacts")
+        if artifacts:
+            aux += ctx.counter.count_text(json.dumps(artifacts, default=str))
         return {
             # A layer's standing addition (a kept recall block) joins the system
             # message: counted there, so that compression makes room for it.
@@ -263,6 +266,43 @@ class PreflightCheck(Middleware):
         return self._tool_tokens[key]
 
 
+def prompt_over(view: View, ctx: CallContext, prompt: int) -> tuple[int, int]:
+    """What the prompt ``view`` makes would send (calibrated tokens) and how many raw
+    tokens that is over the prompt limit (<= 0: within it; ``sent`` is then 0 if the
+    report alone showed it). ``prompt``: raw tokens of ``ctx.system_prompt`` sent as
+    its own message. Pre-flight's guard fits by it, and so does
+    :class:`~langgraph_ctx.strategies.registry.NoStrategy` with recall on, which must
+    cut exactly where the guard cuts with recall off."""
+    report = ctx.measured()
+    # Never trusted under our own count: a ratio under 1 may be a miscount of
+    # ours (text measured but not sent, a placement's merge), not the provider's
+    # tokenizer, and applied to an exact count it lets a prompt over the limit.
+    # Our count is a bound either way: it costs a provider that bills fewer
+    # tokens a few of its room, never a prompt over the limit.
+    measured = max(report.total, report.raw_total)
+    if measured + max(MIN_SLACK, SLACK_SHARE * report.prompt_limit) <= report.prompt_limit:
+        return 0, measured - report.prompt_limit
+    messages: list[BaseMessage] = list(view.get("messages") or ())
+    count = ctx.session.cache.count_of
+    # Recall's block stands among the messages but is reported as auxiliary:
+    # counted here too, it was counted twice, and the ceiling left out a block
+    # that fitted, then reported the prompt it had not sent, which taught
+    # calibration a ratio far under 1 (later calls went over their budget).
+    apart = sum(count(m) for m in messages if is_recall_block(m))
+    raw = sum(count(m) for m in messages) + prompt - apart
+    used = report.used
+    sent = (
+        report.total
+        - used.get("system", 0)
+        - used.get("messages", 0)
+        + ctx.session.calibration.apply(raw)
+    )
+    calibration = max(report.calibration, 1e-6)
+    # Under 1, back to our own count, as above: ``over`` in raw tokens.
+    bound = sent if calibration >= 1 else math.ceil(sent / calibration)
+    return sent, math.ceil((bound - report.prompt_limit) / max(calibration, 1.0))
+
+
 SLACK_SHARE = 0.02
 MIN_SLACK = 32
 """How far under the prompt limit the report must be for the ceiling to trust it
@@ -293,6 +333,10 @@ def _bound(memo: dict[Any, int]) -> None:
     # call, must not grow it without end. Starting over costs a recount.
     if len(memo) >= MEMO_SIZE:
         memo.clear()
+
+
+def _tool_name(tool: Any) -> str:
+    return str(tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", ""))
 
 
 def _leading_system(messages: list[BaseMessage]) -> Iterator[BaseMessage]:

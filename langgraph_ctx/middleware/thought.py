@@ -21,6 +21,14 @@ from langgraph_ctx.markers import KEY, is_view_only
 
 THOUGHT_PREFIX = "[Current thought] "
 
+THINK_PROMPT = (
+    "Before acting, think about the conversation so far. State your hypothesis about what "
+    "the user needs, your confidence (0-1), the information you are missing, whether you "
+    "need another thought before acting, and your suggested next actions ranked by expected "
+    "utility: a tool call (name the tool), a clarifying question, or a direct response."
+)
+EARLIER_PREFIX = "Your latest thought this turn:\n"
+
 
 def turn_id(messages: Sequence[BaseMessage]) -> str:
     """The id of the user's latest message. Not a user message a strategy made: ARC's
@@ -53,3 +61,19 @@ def thought_message(state: Mapping[str, Any]) -> SystemMessage | None:
         return None
     text = THOUGHT_PREFIX + json.dumps(thought, separators=(",", ":"), ensure_ascii=False)
     return SystemMessage(text, additional_kwargs={KEY: {"ephemeral": True}})
+
+
+def think_notes(state: Mapping[str, Any]) -> list[SystemMessage]:
+    """The ephemeral messages a ``think`` call adds after the history: the thinking
+    instructions, and the turn's latest thought if it has one.
+
+    Only the latest: a turn of many tool rounds thinks once a round, and showing
+    every earlier thought grew the prompt by a thought a round until it no longer
+    fitted the window. Each earlier thought's action and reason stay in the history
+    as its ``[plan]`` trace. ``state``: the graph's (the router's)."""
+    notes = [SystemMessage(THINK_PROMPT, additional_kwargs={KEY: {"ephemeral": True}})]
+    latest = carried_thought(state)
+    if latest is not None:
+        text = EARLIER_PREFIX + json.dumps(latest)
+        notes.append(SystemMessage(text, additional_kwargs={KEY: {"ephemeral": True}}))
+    return notes

@@ -60,6 +60,7 @@ class Pipeline:
         budget: Budget | None = None,
         counter: TokenCounter | None = None,
         tools: Sequence[Any] | Callable[[Mapping[str, Any]], Sequence[Any]] = (),
+        node_tools: Mapping[str, Sequence[Any]] | None = None,
         system_prompt: str | None = None,
         max_sessions: int = 1024,
         events: EventSink | None = None,
@@ -71,6 +72,12 @@ class Pipeline:
             check_instance("Pipeline.counter", counter, TokenCounter, "a TokenCounter")
         if not callable(tools) and (isinstance(tools, (str, bytes)) or not _iterable(tools)):
             raise ConfigurationError("Pipeline.tools", f"expected a list of tools, got {tools!r}")
+        node_tools = dict(node_tools or {})
+        for node, bound in node_tools.items():
+            if isinstance(bound, (str, bytes)) or not _iterable(bound):
+                raise ConfigurationError(
+                    f"Pipeline.node_tools[{node!r}]", f"expected a list of tools, got {bound!r}"
+                )
         if system_prompt is not None:
             check_str("Pipeline.system_prompt", system_prompt, empty=True)
         check_int("Pipeline.max_sessions", max_sessions, least=1)
@@ -80,6 +87,10 @@ class Pipeline:
         self.tools = tools if callable(tools) else list(tools)
         """Tools the wrapped nodes bind, counted against the tool budget: a list,
         or a function of the state (a session's discovered tools live there)."""
+        self.node_tools = {node: list(bound) for node, bound in node_tools.items()}
+        """The tools a node sends where they are not ``tools``: ``think`` sends only the
+        schema of its structured thought, and a prompt measured with tools it does not
+        send is refused for room it does not need."""
         self.system_prompt = system_prompt
         """A system prompt your node adds itself (not in state): counted as system."""
         self.events = events
@@ -238,6 +249,8 @@ class Pipeline:
                 f"node {node!r} received {type(state).__name__}; langgraph-ctx needs a "
                 "dict-like (TypedDict) state schema"
             )
+        if tools is None and node in self.node_tools:
+            tools = self.node_tools[node]
         if tools is None:
             tools = self.tools(state) if callable(self.tools) else self.tools
         return CallContext(

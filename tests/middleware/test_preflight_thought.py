@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
 from langgraph_ctx import Budget, View, as_middleware
 from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.agent.nodes import ThinkSettings
+from langgraph_ctx.agent.nodes import ThinkSettings, Thought
 from langgraph_ctx.pipeline import CallContext
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
@@ -112,3 +112,46 @@ def test_a_calibration_under_one_never_lets_a_prompt_over_the_limit() -> None:
     sent = sent_tokens(model)
     assert max(sent) > budget.prompt_limit * 0.8  # the session reached the ceiling
     assert max(sent) <= budget.prompt_limit, (sent, budget.prompt_limit)
+
+
+def test_think_calls_are_measured_as_sent_however_many_tool_rounds_a_turn_takes() -> None:
+    # ``think`` sends its instructions, the turn's latest thought and the Thought
+    # schema, not the agent's tools. Counted with every bound tool and without its
+    # instructions, and sent with every earlier thought of the turn (one more a
+    # tool round), a turn of many rounds was refused at 4K with room to spare.
+    rounds = 6
+    calls = [
+        AIMessage(
+            "", tool_calls=[{"name": "get_order", "args": {"order_id": f"O{i}"}, "id": f"c{i}"}]
+        )
+        for i in range(rounds)
+    ]
+    model = ScriptedChatModel(
+        responses=[*calls, AIMessage("All shipped with DHL.")],
+        # Unsure, with a gap no result fills: every round thinks with the model.
+        structured_default={**thought(0.5, False, 8), "gaps": ["weather forecast in Paris"]},
+    )
+    measured: list[int] = []
+
+    @as_middleware(priority=10_000, nodes=["think"], name="think_probe")
+    def probe(view: View, ctx: CallContext, call_next: Callable[..., Any]) -> Any:
+        measured.append(ctx.measured().raw_total)
+        return call_next(view)
+
+    agent = create_context_agent(
+        model, [get_order], budget=Budget.for_window(4096), middleware=[probe]
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("Where are my orders?", id="h0")]},
+        {"configurable": {"thread_id": "t"}},
+    )
+    thinks = [c for c in model.calls if c.structured]
+    # ``max_rounds`` thoughts before the first action, then one a tool round.
+    assert len(thinks) == ThinkSettings().max_rounds + rounds == len(measured)
+    thought_schema = COUNTER.count_tool(Thought)
+    for i, (call, counted) in enumerate(zip(thinks, measured, strict=True)):
+        exact = COUNTER.count_messages(list(call.messages)) + thought_schema
+        assert exact <= counted <= exact + PLACED_SAVING, (
+            f"think {i}: measured {counted}, sent {exact}"
+        )
+        assert call.text.count('"hypothesis"') <= 1, f"think {i} carries earlier thoughts"

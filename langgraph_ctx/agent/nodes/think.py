@@ -39,18 +39,15 @@ from langgraph_ctx.middleware.placement import (
     final_placement,
     place_messages,
 )
-from langgraph_ctx.middleware.thought import carried_thought, turn_thoughts
+from langgraph_ctx.middleware.thought import (
+    carried_thought,
+    think_notes,
+    turn_thoughts,
+)
 from langgraph_ctx.middleware.thought import turn_id as _turn_id
 from langgraph_ctx.pipeline import current_context
 from langgraph_ctx.retrieval.text import content_words
 from langgraph_ctx.tokens import TokenCounter
-
-THINK_PROMPT = (
-    "Before acting, think about the conversation so far. State your hypothesis about what "
-    "the user needs, your confidence (0-1), the information you are missing, whether you "
-    "need another thought before acting, and your suggested next actions ranked by expected "
-    "utility: a tool call (name the tool), a clarifying question, or a direct response."
-)
 
 
 class SuggestedAction(BaseModel):
@@ -195,12 +192,8 @@ def think_node(
         )
 
     def prompt(state: Mapping[str, Any]) -> list[BaseMessage]:
-        earlier = turn_thoughts(graph_state(state))
         # Ephemeral: they change every call, so placement keeps them after the history.
-        notes = [SystemMessage(THINK_PROMPT, additional_kwargs={KEY: {"ephemeral": True}})]
-        if earlier:
-            text = "Your earlier thoughts this turn:\n" + json.dumps(earlier)
-            notes.append(SystemMessage(text, additional_kwargs={KEY: {"ephemeral": True}}))
+        notes = think_notes(graph_state(state))
         head = [SystemMessage(system_prompt)] if system_prompt else []
         messages = [*head, *(state.get("messages") or []), *notes]
         mode = final_placement(placement)

@@ -10,7 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langgraph_ctx.pipeline import Middleware
 from langgraph_ctx.storage.archive import MessageArchive
-from langgraph_ctx.strategies.tiered.middleware import RECALL_TARGET, TieredCompression
+from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 
 
 def build(
@@ -20,9 +20,7 @@ def build(
     nodes: Sequence[str],
     recall: bool,
 ) -> Middleware:
-    """The registry's builder. With recall on, compression aims deeper
-    (:data:`RECALL_TARGET` of the room): what it removes comes back on demand."""
-    target = RECALL_TARGET if recall else TieredCompression.DEFAULT_TARGET
-    return TieredCompression(
-        summarizer=summary_model, archive=archive, nodes=nodes, target_utilization=target
-    )
+    """The registry's builder. Recall on or off, compressions aim at the same target:
+    aimed deeper with recall on, they removed turns that word search could not find
+    again, and recall on kept fewer answers than off (strategies/recall_room.py)."""
+    return TieredCompression(summarizer=summary_model, archive=archive, nodes=nodes)

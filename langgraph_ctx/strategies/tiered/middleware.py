@@ -91,23 +91,14 @@ from langgraph_ctx.markers import (
     is_summary,
     summary_info,
 )
-from langgraph_ctx.middleware import glimpse
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.base import RewritingStrategy
+from langgraph_ctx.strategies.recall_room import kept_recall, recall_share, without_recall
 from langgraph_ctx.tokens import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
-RECALL_TARGET = 0.1
-"""``target_utilization`` when recall over the archive is on
-(``create_context_agent(recall=True)``): what a compression removes comes back
-when a turn asks for it, so compressions go deep and come rarely. Each one costs
-a provider's prompt cache everything after the new summary (the verbatim turns
-kept shift up). It is an aim, not a floor: a compression never goes below what
-it must keep (the pinned messages, a summary and the protected turns:
-:meth:`TieredCompression._line_and_goal`), which at a window under about 32K is
-more than 0.1 of the room, so there the goal is that."""
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 _fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
@@ -299,11 +290,15 @@ class TieredCompression(RewritingStrategy):
         call crossing the red line will need, planned now (records nothing)."""
         report = ctx.measured()
         messages: list[BaseMessage] = list(view.get("messages") or ())
-        urgent = ahead or report.zone == "red" or "messages" in report.over
+        # Zone and allocations without recall's additions: they never trigger a
+        # compression recall off would not make (see strategies/recall_room.py).
+        history = without_recall(ctx)
+        zone = history.zone
+        urgent = ahead or zone == "red" or "messages" in history.over
         if ctx.budget.messages_cap:  # the recall kept with them shares the cap
-            used = report.used.get("messages", 0) + _kept_recall(ctx)
+            used = report.used.get("messages", 0) + kept_recall(ctx)
             urgent = urgent or used > ctx.budget.messages
-        if not urgent and report.zone != "yellow":
+        if not urgent and zone != "yellow":
             return None
         if not urgent and ctx.session.scratch.get("compression_advised"):
             return None  # yellow, candidates already recorded: nothing to plan on this call
@@ -390,13 +385,13 @@ class TieredCompression(RewritingStrategy):
         brings them to: ``target_utilization`` of that, but never less than what it
         must keep anyway (the pinned messages, a summary at its cap and the
         ``min_protected_turns`` latest turns, within the protected window's cap),
-        if that is under the line. A goal below that cannot be met: with recall's
-        deep target at a small window, the protected turns were cut to the current
-        one and every compression still ended ``budget_unreachable``."""
+        if that is under the line. A goal below that cannot be met: with a deep
+        target at a small window, the protected turns were cut to the current one
+        and every compression still ended ``budget_unreachable``."""
         report = ctx.measured()
         calibration = max(report.calibration, 1e-6)
         count = ctx.session.cache.count_of
-        line = int(_room(report, ctx.budget, _recall_share(ctx)) / calibration)
+        line = int(_room(report, ctx.budget, recall_share(ctx)) / calibration)
         protect = int(self.protected_share * ctx.budget.messages / calibration)
         keep = sum(count(m) for m in tiers.pinned if m.type != "system")
         keep += self._summary_cap(ctx, calibration)
@@ -611,7 +606,7 @@ class TieredCompression(RewritingStrategy):
     def _prepare_ahead(self, view: View, ctx: CallContext) -> None:
         """In the yellow zone, start summarizing what the next compression removes."""
         report = ctx.measured()
-        if not self.prepare_ahead or report.zone != "yellow":
+        if not self.prepare_ahead or without_recall(ctx).zone != "yellow":
             return
         scratch = ctx.session.scratch
         pending: _prepare.Prepared | None = scratch.get(_PREPARED)
@@ -845,9 +840,11 @@ def _compactions(
 
 
 def _over(ctx: CallContext) -> int:
-    """Raw tokens the prompt, as measured now, is over its limit (<= 0: within it)."""
+    """Raw tokens the prompt, as measured now, is over its limit (<= 0: within it),
+    recall's additions left out: they give way to the history, never the reverse."""
     report = ctx.measured()
-    return math.ceil((report.total - report.prompt_limit) / max(report.calibration, 1e-6))
+    total = report.total - recall_share(ctx)
+    return math.ceil((total - report.prompt_limit) / max(report.calibration, 1e-6))
 
 
 def _room(report: UsageReport, budget: Budget, released: int = 0) -> int:
@@ -860,20 +857,8 @@ def _room(report: UsageReport, budget: Budget, released: int = 0) -> int:
     return min(room, budget.messages) if budget.messages_cap else room
 
 
-def _kept_recall(ctx: CallContext) -> int:
-    """Calibrated tokens of the recall blocks kept for the current prefix
-    (``ctx.session.reserved``, counted as system content): a compression rewrites
-    the prefix, and placement then starts them over, so they do not stay."""
-    return ctx.session.calibration.apply(sum(ctx.session.reserved.values()))
-
-
-def _recall_share(ctx: CallContext) -> int:
-    """Calibrated tokens recall adds to the prompt and gives up to the history: its
-    blocks kept for the current prefix and the ``glimpse`` schema it binds
-    (:func:`~langgraph_ctx.middleware.glimpse.bound_tokens`). A strategy decides on
-    the prompt without them, so that recall never changes what happens to the
-    history: it only fills the room the history leaves."""
-    return _kept_recall(ctx) + glimpse.bound_tokens(ctx)
+# The names the other strategy folders import (until they import recall_room).
+_kept_recall, _recall_share = kept_recall, recall_share
 
 
 def _release_kept_recall(ctx: CallContext) -> None:
