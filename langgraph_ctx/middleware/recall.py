@@ -52,6 +52,7 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import IOFailed
 from langgraph_ctx.markers import (
     KEY,
+    PER_CALL_HEAD,
     PER_CALL_TAIL,
     RECALL_PREFIX,
     is_ephemeral,
@@ -475,13 +476,16 @@ def query_of(view: View) -> str:
 
 def _asked(human: BaseMessage) -> str:
     """The user message's text without a block a layer added for this call only
-    (BACM's budget line, :data:`~langgraph_ctx.markers.PER_CALL_TAIL`): its words
+    (BACM's budget line, :data:`~langgraph_ctx.markers.PER_CALL_TAIL`, or
+    :data:`~langgraph_ctx.markers.PER_CALL_HEAD` when it comes first): its words
     ("tokens", "fold", "steps") are no part of the question, and searched with it
     they ranked every archived message that held them above the question's answer."""
     content = human.content
     marks = human.additional_kwargs.get(KEY) or {}
     if isinstance(content, list) and len(content) > 1 and marks.get(PER_CALL_TAIL):
         return str(human.model_copy(update={"content": content[:-1]}).text)
+    if isinstance(content, list) and len(content) > 1 and marks.get(PER_CALL_HEAD):
+        return str(human.model_copy(update={"content": content[1:]}).text)
     return str(human.text)
 
 

@@ -16,6 +16,8 @@ from langchain_core.tools import tool
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.middleware.recall import query_of
+from langgraph_ctx.pipeline import View
 from langgraph_ctx.strategies import AdaptiveContextManager, PaceSettings, TieredCompression
 from langgraph_ctx.strategies.pace import middleware as pace_middleware
 from langgraph_ctx.strategies.pace.scorer import LexicalScorer
@@ -225,6 +227,17 @@ def test_bacm_paper_shows_the_budget_before_the_observation(preset: str) -> None
     text = observation.text
     line, result = text.index("[Context budget:"), text.index("Record t0")
     assert (line < result) is (preset == "paper")
+
+
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_recall_searches_the_question_without_the_budget_line_either_side(preset: str) -> None:
+    # The line opens the user's message under the paper's preset: its words ("tokens",
+    # "fold", "steps") are no part of the question recall searches with.
+    model, _ = run("bacm", preset, steps=0, task="Which dock serves warehouse W-7?")
+    asked = [m for m in model.calls[0].messages if m.type == "human"][-1]
+    blocks = [b["text"] for b in asked.content if isinstance(b, dict)]
+    assert blocks[0 if preset == "paper" else -1].startswith("[Context budget:")
+    assert query_of(View({"messages": [asked]})) == "Which dock serves warehouse W-7?"
 
 
 @pytest.mark.parametrize("preset", PRESET_NAMES)

@@ -66,7 +66,7 @@ from langgraph_ctx._checks import (
 from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.strategies import FoldApplied, FoldApplyRefused, FoldRefused
-from langgraph_ctx.markers import KEY, PER_CALL_TAIL
+from langgraph_ctx.markers import KEY, PER_CALL_HEAD, PER_CALL_TAIL
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.bacm import policy as bacm
@@ -399,15 +399,22 @@ def _with_line(message: BaseMessage, line: str) -> BaseMessage:
 
 def _line_first(message: BaseMessage, line: str) -> BaseMessage:
     """``message`` with the budget line as a first content block of its own: read
-    before the observation (not marked as a per-call tail: what follows it changes
-    with it)."""
+    before the observation, and marked so that recall's query leaves it out. No
+    cache breakpoint goes before it, as none is of use: the message differs from
+    the next call's from its first block."""
     content = message.content
     blocks: list[Any] = (
         ([{"type": "text", "text": content}] if content else [])
         if isinstance(content, str)
         else list(content)
     )
-    return message.model_copy(update={"content": [{"type": "text", "text": line}, *blocks]})
+    marks = {**(message.additional_kwargs.get(KEY) or {}), PER_CALL_HEAD: True}
+    return message.model_copy(
+        update={
+            "content": [{"type": "text", "text": line}, *blocks],
+            "additional_kwargs": {**message.additional_kwargs, KEY: marks},
+        }
+    )
 
 
 def _prefixed(message: BaseMessage, text: str) -> BaseMessage:
