@@ -75,7 +75,7 @@ from langgraph_ctx.strategies.adacom.policy import (
     ManagerRequest,
 )
 from langgraph_ctx.strategies.base import RewritingStrategy
-from langgraph_ctx.strategies.tiered.middleware import _kept_recall
+from langgraph_ctx.strategies.recall_room import recall_share
 
 NOTE_ID = "lgctx-working-note"
 """The id of the working note until the manager first rewrites it."""
@@ -192,7 +192,7 @@ class AdaptiveContextManager(RewritingStrategy):
         # fit, and recall fills whatever room an edit makes. Counted, each edit's room
         # went to recall, the next call found the context as full, and the manager
         # distilled again, until the facts asked about were digested away.
-        others = _kept_recall(ctx)
+        others = recall_share(ctx)  # as recall off has it: strategies/recall_room.py
         utilization = max(0, report.total - others) / max(report.window, 1)
         oversized = self._oversized(messages, ctx)
         triggers = self._triggers(rounds, utilization, oversized)

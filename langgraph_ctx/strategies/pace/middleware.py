@@ -71,7 +71,7 @@ from langgraph_ctx.strategies.pace.scorer import (
 from langgraph_ctx.strategies.pace.state import PaceState
 from langgraph_ctx.strategies.pace.steps import CHANNEL, PaceSession, Step
 from langgraph_ctx.strategies.pace.summaries import start
-from langgraph_ctx.strategies.tiered.middleware import _kept_recall
+from langgraph_ctx.strategies.recall_room import without_recall
 
 BLOCK_TOKENS = 30
 """Room kept for the condensed blocks' title and message overhead: a first estimate.
@@ -273,13 +273,13 @@ class PredictiveExtraction(ContextStrategy):
         restored: int | None,
     ) -> View:
         s = self.settings
-        report = ctx.measured()
+        # As recall off has it (strategies/recall_room.py): recall's kept blocks and
+        # glimpse schema give way when the prompt would pass the red line with them,
+        # and recall refills the room the steps leave; counted here, they took the
+        # steps' room, and every step was shown condensed further than without recall.
+        report = without_recall(ctx)
         calibration = max(report.calibration, 1e-6)
-        # Recall's blocks kept from earlier turns (reserved, counted as system) give way
-        # at placement when the prompt would pass the red line with them, and recall
-        # refills the room the steps leave: counted here, they took the steps' room,
-        # and every step was shown condensed further than without recall.
-        others = report.total - report.used.get("messages", 0) - _kept_recall(ctx)
+        others = report.total - report.used.get("messages", 0)
         room = min(report.allocation["messages"], ctx.budget.red_line - others)
         budget = max(0, int(room / calibration))
         recent = sum(step.tokens for step in session.steps[len(scored) :])
