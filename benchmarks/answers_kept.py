@@ -286,6 +286,10 @@ class Cell:
     """OpenAI cached, OpenAI total, Anthropic cached, Anthropic total: every call."""
     cost: float = 0.0
     """Anthropic dollars for every call, reads at 0.1x, the rest written at 1.25x."""
+    over_window: int = 0
+    """Questions whose prompt (messages and tool schemas) passed the model's window:
+    a provider refuses the call, so their answers count as not kept (a peer that
+    does not count its tools or system prompt can send them; ours never do)."""
     timeouts: Counter[str] = field(default_factory=Counter)
     """Ledger events of a store or model that ran out of time (``recall_timeout``,
     ``fold_failed``...), by kind: the one thing in a cell the machine's load can
@@ -302,8 +306,9 @@ THOUGHT_TOOL = convert_to_openai_tool(Thought)
 class Player:
     """The scripted model's two roles in one dialogue, and what it measures."""
 
-    def __init__(self, dialogue: Dialogue, cell: Cell, meters: Any) -> None:
+    def __init__(self, dialogue: Dialogue, cell: Cell, meters: Any, window: int) -> None:
         self.dialogue, self.cell, self.meters = dialogue, cell, meters
+        self.window = window
         self.replies: deque[AIMessage] = deque()
         self.turn_tools: list[str] = []
         self.capture: Turn | None = None
@@ -325,7 +330,7 @@ class Player:
         self.cell.calls += 1
         self._meter("call_llm", messages, tools)
         if self.capture is not None:
-            self._check(messages, self.capture)
+            self._check(messages, tools, self.capture)
             self.capture = None
         reply = self.replies.popleft() if self.replies else AIMessage("ok")
         # An id of its own, fixed by the dialogue: LangChain's run id (time-based) in
@@ -362,13 +367,18 @@ class Player:
         uncached = total - cached
         self.cell.cost += (CACHE_WRITE * uncached + CACHE_READ * cached) * BASE_PER_MTOK / 1e6
 
-    def _check(self, messages: Sequence[BaseMessage], turn: Turn) -> None:
+    def _check(
+        self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]], turn: Turn
+    ) -> None:
         text = prompt_text(messages)
         if self.policy:
             text = text.replace(self.policy, "")
-        self.cell.question_tokens += self.counter.count_messages(list(messages))
+        size = self.counter.count_messages(list(messages))
+        self.cell.question_tokens += size
+        refused = size + sum(map(self.counter.count_tool, tools)) > self.window
+        self.cell.over_window += refused
         for p in turn.probes:
-            found = all(holds(text, group, p.whole_word) for group in p.needs)
+            found = not refused and all(holds(text, group, p.whole_word) for group in p.needs)
             self.cell.kept += found
             self.cell.probes += 1
             self.cell.kinds[p.kind] += 1
@@ -443,7 +453,7 @@ def play(
     preset: str = "default",
 ) -> str | None:
     """Every turn of one dialogue through a fresh agent; the error, if one was raised."""
-    player, tools = _player(dialogue, cell, meters)
+    player, tools = _player(dialogue, cell, meters, window)
     model = ScriptedChatModel(default=player.act, structured_default=player.think, keep_calls=0)
     try:
         agent = create_context_agent(
@@ -463,14 +473,16 @@ def play(
     return None
 
 
-def _player(dialogue: Dialogue, cell: Cell, meters: Any) -> tuple[Player, list[BaseTool]]:
+def _player(
+    dialogue: Dialogue, cell: Cell, meters: Any, window: int
+) -> tuple[Player, list[BaseTool]]:
     """The scripted model's player for a dialogue, and its tools giving the recorded results."""
     queue = {k: deque(v) for k, v in dialogue.results.items()}
     tools: list[BaseTool] = [
         RecordedTool(name=t, description=f"The airline system's {t} operation.", queue=queue)
         for t in dialogue.tools
     ]
-    return Player(dialogue, cell, meters), tools
+    return Player(dialogue, cell, meters, window), tools
 
 
 def _replay(agent: Any, dialogue: Dialogue, player: Player, steps_per_reply: int) -> None:
@@ -513,7 +525,7 @@ def play_peer(
 
     from langgraph_ctx.compression import ExtractiveSummarizer
 
-    player, tools = _player(dialogue, cell, meters)
+    player, tools = _player(dialogue, cell, meters, window)
     model = ScriptedChatModel(default=player.act, keep_calls=0)
     counter = TokenCounter()
     limit, summary = Budget.for_window(window).red_line, min(2_000, window // 16)
@@ -663,12 +675,22 @@ def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
         for r in (False, True)
         if cells[(s, r, w)].error
     ]
+    over = [
+        f"{s} {w // 1000}K{'' if s in PEERS else ' recall ' + ('on' if r else 'off')}: "
+        f"{cells[(s, r, w)].over_window}"
+        for s in [*strategies, *peers]
+        for w in windows
+        for r in ((False,) if s in PEERS else (False, True))
+        if cells[(s, r, w)].over_window
+    ]
     return [
         *table(head, rows),
         "",
         f"Answers per cell: {asked}. Recall on keeps fewer than off in {len(below)} of "
         f"{len(strategies) * len(windows)} cells" + (f": {'; '.join(below)}." if below else "."),
         *([f"Cells that raised: {'; '.join(failed)}."] if failed else []),
+        *([f"Questions asked with a prompt larger than the window (a provider refuses "
+           f"them; counted as not kept): {'; '.join(over)}."] if over else []),
     ]
 
 
