@@ -11,16 +11,18 @@ from hypothesis import strategies as st
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, LexicalIndex, query_terms, split_words
 from langgraph_ctx.retrieval.maxscore import MaxScorePlan, bound
-from langgraph_ctx.retrieval.text import idf, terms, tf_weight
+from langgraph_ctx.retrieval.text import idf, stems, tf_weight
 
 WORDS = ["apple", "pear", "plum", "fig", "kiwi", "lime", "date", "the", "SHP-0042"]
 
 
 def brute_force(
-    docs: dict[str, tuple[str, str]], query: str, weights: dict[str, float]
+    docs: dict[str, tuple[str, str]], query: str | list[str], weights: dict[str, float]
 ) -> dict[str, float]:
-    """Weighted BM25 of every doc sharing a term with ``query``: what the index must rank."""
-    counted = {k: Counter(terms(text)) for k, (text, _) in docs.items()}
+    """Weighted BM25 of every doc sharing a term with ``query`` (a question, or its terms
+    already): what the index must rank. Texts are counted by their stems, as indexed."""
+    wanted = set(query) if isinstance(query, list) else set(query_terms(query))
+    counted = {k: Counter(stems(text)) for k, (text, _) in docs.items()}
     if not counted:
         return {}
     n = len(counted)
@@ -30,7 +32,7 @@ def brute_force(
         length = sum(c.values())
         score = sum(
             idf(n, sum(1 for d in counted.values() if t in d)) * tf_weight(c[t], length, avg)
-            for t in set(query_terms(query))
+            for t in wanted
             if t in c
         )
         if score > 0:
@@ -93,7 +95,7 @@ def test_within_ranks_only_docs_holding_every_word_by_the_other_words(
     index = LexicalIndex()
     index.add("scope", [Doc(f"k{i}", t, owner=f"k{i}") for i, t in enumerate(texts)])
     required = set(query_terms(within))
-    holders = {f"k{i}" for i, t in enumerate(texts) if required <= set(terms(t))}
+    holders = {f"k{i}" for i, t in enumerate(texts) if required <= set(stems(t))}
     found = index.search_owners("scope", query, limit=limit, within=within)
     if not required:  # a name of stop words constrains nothing: a plain search
         assert found == index.search_owners("scope", query, limit=limit)
@@ -101,7 +103,7 @@ def test_within_ranks_only_docs_holding_every_word_by_the_other_words(
     assert {key for key, _, _ in found} <= holders
     assert len(found) == (min(limit, len(holders)) if query_terms(query) else 0)
     # Scored on the question's other words only (every holder has the name's).
-    others = " ".join(t for t in query_terms(query) if t not in required)
+    others = [t for t in query_terms(query) if t not in required]
     expected = brute_force({f"k{i}": (t, "") for i, t in enumerate(texts)}, others, {})
     for key, score, _ in found:
         assert score == pytest.approx(expected.get(key, 0.0))
@@ -183,7 +185,7 @@ class Engine:
     """A stand-in for FTS5 or PostgreSQL: lists docs by term and scores them in full."""
 
     def __init__(self, docs: list[str]) -> None:
-        self.docs = {f"d{i}": Counter(terms(t)) for i, t in enumerate(docs)}
+        self.docs = {f"d{i}": Counter(stems(t)) for i, t in enumerate(docs)}
         self.n = len(docs)
         self.avg = sum(sum(c.values()) for c in self.docs.values()) / max(self.n, 1) or 1.0
         self.fetched = 0

@@ -58,6 +58,7 @@ def test_shipped_migrations_pair_up_across_dialects() -> None:
             "0003_archive_search",
             "0004_memory_index",
             "0005_archive_passages",
+            "0006_stemmed_search",
         ]
     )
     assert all(len(m.checksum) == 64 for m in postgres + sqlite)

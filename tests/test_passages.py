@@ -34,7 +34,8 @@ def test_a_long_text_ranks_by_its_best_passage_not_its_length() -> None:
     ranking = PassageRanking(QUESTION, texts)
     assert ranking.order() == [1, 0, 2]
     assert ranking.best(2) == 0.0  # no query term in it
-    assert set(ranking.weights) == {"freight", "booking", "reference", "brennan", "textiles"}
+    # Each a stem, as every index holds them ("booking" and "booked" are one).
+    assert set(ranking.weights) == {"freight", "book", "refer", "brennan", "textil"}
 
 
 def test_ties_keep_the_given_order_and_no_text_is_no_ranking() -> None:

@@ -1,7 +1,8 @@
 """Lexical search that never scans: an inverted index kept up to date on every write.
 
 Three engines share one idea. A query is a natural-language question: its
-:func:`query_terms` (stop words dropped) are OR-ed, and texts are ranked by
+:func:`query_terms` (stop words dropped, stemmed as texts are: see
+:func:`~langgraph_ctx.retrieval.text.stems`) are OR-ed, and texts are ranked by
 BM25. Ranking every text that shares a word with the question would be a scan
 in disguise (a common word is in most texts), so all three use MaxScore: a
 term can add at most ``idf * (k1 + 1)`` to a text's score, so once the k-th
@@ -24,22 +25,25 @@ import threading
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import NamedTuple, Protocol
 
 from langgraph_ctx._workers import in_thread
 from langgraph_ctx.retrieval.maxscore import bound, check_limit
-from langgraph_ctx.retrieval.text import K1, B, idf, terms
+from langgraph_ctx.retrieval.text import K1, B, idf, stem, stems, terms
 
 __all__ = ["Doc", "LexicalIndex", "TextIndex", "query_terms", "split_words"]
 
-BUDGET = 10_000
+BUDGET = 2_000
 """Postings a search walks at most (see :meth:`_Shard.search`): a term whose postings
 would pass it only adds to the best ``limit * 8`` docs the rarer terms found, by a
 bisection each, and a query whose every term is that common walks its rarest term's
 newest postings. So a search costs at most this many postings and a few bisections
-per common term, however large the scope grows; below it, the top k is exact."""
+per common term, however large the scope grows; below it, the top k is exact. Small
+enough that a session's common words (a customer's name, "order", "status") pass it
+within its first few hundred turns: from then on a turn's recall costs the same
+(tests/storage/test_recall_cost.py counts it)."""
 _FINISHED = 8
 
 MAX_QUERY_TERMS = 64
@@ -90,8 +94,9 @@ class TextIndex(Protocol):
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct terms of ``query`` in order, stop words dropped: what is OR-ed."""
-    return list(dict.fromkeys(terms(query)))[:MAX_QUERY_TERMS]
+    """The distinct stems of ``query``'s terms in order, stop words dropped: what is
+    OR-ed, in every backend ("Who does my taxes?" asks for ``tax``)."""
+    return list(dict.fromkeys(stem(t) for t in terms(query)))[:MAX_QUERY_TERMS]
 
 
 def split_words(words: Iterable[str]) -> list[str]:
@@ -118,6 +123,9 @@ class _Shard:
         self.live = 0
         self.tokens = 0
         self.dead = 0
+        self.reads = 0
+        """Entries the searches have read so far: postings walked, postings looked up
+        (a bisection each), candidates ranked. What a search costs, counted."""
 
     def df(self, term: str) -> int:
         postings = self.postings.get(term)
@@ -132,7 +140,7 @@ class _Shard:
                 if self.signatures[old] == signature:
                     continue  # the same text again: nothing to do
                 self.remove(doc.key)
-            counts = Counter(terms(doc.text))
+            counts = Counter(stems(doc.text))
             number = len(self.keys)
             self.keys.append(doc.key)
             self.owners.append(doc.owner or doc.key)
@@ -179,12 +187,28 @@ class _Shard:
         self.dead = 0
 
     def search(
-        self, query: Sequence[str], limit: int, weights: Mapping[str, float], *, owners: bool
+        self,
+        query: Sequence[str],
+        limit: int,
+        weights: Mapping[str, float],
+        *,
+        owners: bool,
+        required: Sequence[str] = (),
     ) -> list[tuple[float, int]]:
         """The best ``limit`` ``(-score, doc)``, best first; with ``owners``, each owner's
-        best doc only (so the k-th score, and what can still beat it, is an owner's)."""
+        best doc only (so the k-th score, and what can still beat it, is an owner's).
+
+        ``required``: only docs holding every one of these terms are ranked, by the
+        ``query`` terms. A candidate comes from the query terms' postings and is tested
+        against the required terms' postings (a bisection each), so a name held by
+        thousands of passages costs no more than a rare one; when fewer than ``limit``
+        candidates share a query term, the earliest holders fill the places, as ties."""
         if not self.live:
             return []
+        musts = [self.postings.get(t) for t in dict.fromkeys(required)]
+        if any(m is None for m in musts):
+            return []
+        holds = self._holder([m[0] for m in musts if m is not None])
         n, avg = self.live, (self.tokens / self.live) or 1.0
         groups = self.groups
         top = partial(best, owners=self.owners if owners else None)
@@ -218,6 +242,7 @@ class _Shard:
                     )
                 )
             spent += len(docs)
+            self.reads += len(acc) if probing else len(docs)
             if not probing and len(acc) >= limit:
                 kept = top(ranked(acc, groups, weights), limit)
                 kth = -kept[-1][0]
@@ -238,56 +263,64 @@ class _Shard:
             get = acc.get
             for d, tf in zip(docs, tfs, strict=True):
                 length = lengths[d]
-                if length >= 0:
+                if length >= 0 and (holds is None or d in acc or holds(d)):
                     acc[d] = get(d, 0.0) + term_idf * tf * k1p / (tf + base + slope * length)
+        if holds is not None:
+            self._fill(acc, limit, owners, musts, holds, found, (k1p, base, slope))
+        self.reads += len(acc)
         return top(ranked(acc, groups, weights), limit)
 
-    def holding(self, words: Iterable[str]) -> list[int]:
-        """The live docs that hold every one of ``words``: the intersection of their
-        postings, from the shortest (set operations, in C)."""
-        lists = sorted((self.postings.get(w) for w in set(words)), key=_length)
-        if not lists or lists[0] is None:
-            return []
-        docs = set(lists[0][0])
-        for entry in lists[1:]:
-            assert entry is not None  # sorted: a missing word's None comes first
-            docs.intersection_update(entry[0])
-        lengths = self.lengths
-        return [d for d in docs if lengths[d] >= 0]
+    def _holder(self, lists: list[array[int]]) -> Callable[[int], bool] | None:
+        """A test of whether a doc is in every one of ``lists`` (a bisection each, counted
+        in :attr:`reads`); ``None`` when there is nothing to hold."""
+        if not lists:
+            return None
 
-    def rank_within(
-        self, query: Sequence[str], docs: Sequence[int], limit: int, *, owners: bool
-    ) -> list[tuple[float, int]]:
-        """:meth:`search` among ``docs`` only: each scored on every query term, by
-        looking it up in the term's postings (a few docs: a bisection each) or by
-        walking them (many docs), whichever reads fewer entries."""
-        if not docs:
-            return []
-        n, avg = self.live, (self.tokens / self.live) or 1.0
+        def holds(d: int) -> bool:
+            for docs in lists:
+                self.reads += 1
+                j = bisect_left(docs, d)
+                if j == len(docs) or docs[j] != d:
+                    return False
+            return True
+
+        return holds
+
+    def _fill(
+        self,
+        acc: dict[int, float],
+        limit: int,
+        owners: bool,
+        musts: Sequence[tuple[array[int], array[int]] | None],
+        holds: Callable[[int], bool],
+        found: Sequence[tuple[float, str]],
+        weight: tuple[float, float, float],
+    ) -> None:
+        """Places the query terms left empty go to the earliest holders of the required
+        terms (ties, ranked by doc number), each scored on the query terms by lookup:
+        walked from the rarest required term's postings, at most :data:`BUDGET` of them."""
+        have: set[object] = {self.owners[d] for d in acc} if owners else set(acc)
+        if len(have) >= limit:
+            return
+        rarest = min((m[0] for m in musts if m is not None), key=len)
         lengths = self.lengths
-        k1p, base, slope = K1 + 1, K1 * (1 - B), K1 * B / avg
-        acc = dict.fromkeys(docs, 0.0)
-        for term in query:
-            entry = self.postings.get(term)
-            if entry is None:
+        k1p, base, slope = weight
+        for d in rarest[:BUDGET]:
+            self.reads += 1
+            if d in acc or lengths[d] < 0 or not holds(d):
                 continue
-            postings, tfs = entry
-            term_idf = idf(n, self.df(term))
-            if len(acc) * 16 < len(postings):
-                pairs = []
-                for d in acc:
-                    j = bisect_left(postings, d)
-                    if j < len(postings) and postings[j] == d:
-                        pairs.append((d, tfs[j]))
-            else:
-                pairs = [(d, tf) for d, tf in zip(postings, tfs, strict=True) if d in acc]
-            for d, tf in pairs:
-                acc[d] += term_idf * tf * k1p / (tf + base + slope * lengths[d])
-        return best(ranked(acc, self.groups, {}), limit, owners=self.owners if owners else None)
-
-
-def _length(entry: tuple[array[int], array[int]] | None) -> int:
-    return -1 if entry is None else len(entry[0])
+            score = 0.0
+            for term_idf, term in found:
+                docs, tfs = self.postings[term]
+                self.reads += 1
+                j = bisect_left(docs, d)
+                if j < len(docs) and docs[j] == d:
+                    tf = tfs[j]
+                    score += term_idf * tf * k1p / (tf + base + slope * lengths[d])
+            acc[d] = score
+            have.add(self.owners[d] if owners else d)
+            if len(have) >= limit:
+                return
 
 
 def best(
@@ -327,7 +360,7 @@ class LexicalIndex:
 
     Each scope (any hashable: ``(thread_id, namespace)``, a store namespace) has
     its own postings and statistics, so a search can only ever return keys added
-    under its own scope. Writes tokenize once (:func:`~langgraph_ctx.retrieval.text.terms`);
+    under its own scope. Writes tokenize once (:func:`~langgraph_ctx.retrieval.text.stems`);
     a search costs the postings of the query's rare terms (see the module doc),
     not the number of texts. Safe to share between threads.
     """
@@ -352,6 +385,13 @@ class LexicalIndex:
             shard = self._shards.get(scope)
             if shard is not None:
                 shard.remove(key)
+
+    def reads(self, scope: Hashable) -> int:
+        """Entries the searches of ``scope`` have read so far (see ``_Shard.reads``): the
+        work a search does, counted, for tests that hold it flat as a session grows."""
+        with self._lock:
+            shard = self._shards.get(scope)
+            return 0 if shard is None else shard.reads
 
     def has(self, scope: Hashable) -> bool:
         """Whether anything was ever added under ``scope``."""
@@ -379,10 +419,11 @@ class LexicalIndex:
         MaxScore as :meth:`search`, with the k-th score an owner's.
 
         ``within``: only docs that hold every term of it (a name asked about) are
-        ranked. Their postings' intersection is the candidates, so a question about
-        one of many things that share its wording finds the passages that name it,
-        best by the question's words, however many passages name it alone. A
-        ``within`` with no terms (stop words only) constrains nothing: a plain search.
+        ranked, by the question's other words, so a question about one of many things
+        that share its wording finds the passages that name it. The candidates are
+        the question's words' postings tested against the name's (the same budget as
+        any search), so a name in thousands of passages costs no more than a rare one.
+        A ``within`` with no terms (stop words only) constrains nothing: a plain search.
         """
         shard, found = self._search(scope, query, limit, {}, owners=True, within=within)
         return [(shard.owners[d], -score, shard.keys[d]) for score, d in found]
@@ -405,12 +446,9 @@ class LexicalIndex:
             if shard is None or not wanted:
                 return _Shard(), []
             # Keys are read after the lock: a shard's lists only grow (compact keeps them).
-            if required:  # every candidate holds them: only the other words rank
-                words = [t for t in wanted if t not in required]
-                return shard, shard.rank_within(
-                    words, shard.holding(required), limit, owners=owners
-                )
-            return shard, shard.search(wanted, limit, weights, owners=owners)
+            # Every candidate holds the required words: only the other words rank.
+            words = [t for t in wanted if t not in required]
+            return shard, shard.search(words, limit, weights, owners=owners, required=required)
 
     # A large scope takes milliseconds: off the event loop.
     asearch = in_thread(search)

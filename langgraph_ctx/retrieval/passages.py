@@ -33,7 +33,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from langgraph_ctx.retrieval.index import query_terms
-from langgraph_ctx.retrieval.text import K1, idf, sentences, terms, tf_weight
+from langgraph_ctx.retrieval.text import K1, idf, sentences, stems, tf_weight
 
 __all__ = ["Passage", "PassageRanking", "passage_texts", "passages"]
 
@@ -58,7 +58,8 @@ def passages(text: str) -> tuple[Passage, ...]:
     changes, and the same ones come back turn after turn."""
     out = []
     for sentence in passage_texts(text):
-        counts = Counter(terms(sentence))
+        # Stemmed as the archives index them and as query_terms reads the question.
+        counts = Counter(stems(sentence))
         out.append(Passage(sentence, counts, sum(counts.values())))
     return tuple(out)
 

@@ -12,6 +12,14 @@ everywhere. Two tokenizations, because callers need two things:
   that matches text against text (BM25, topic overlap). "Bob's" and
   "follow-up" come apart here, so that "Bob" and "follow up" match them.
 
+Search goes one step further: :func:`stems` are terms reduced to their English
+stem ("taxes" and "tax" are ``tax``, "anniversaries" and "anniversary" are
+``anniversari``), so a question finds a fact however either inflects it. The stemmer
+is Snowball's English (Porter2, ``snowballstemmer``), because it is the algorithm
+PostgreSQL's ``snowball`` dictionary runs: the in-process index, SQLite (which
+indexes the terms this module writes) and PostgreSQL (which stems in the server)
+then hold the same terms for the same text, and rank alike.
+
 Offline and model-free: sentence boundaries come from ``sentencex`` (rules and
 abbreviation lists compiled into the wheel; nothing is downloaded at run time).
 """
@@ -20,10 +28,13 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 import sentencex  # type: ignore[import-untyped]
+import snowballstemmer  # type: ignore[import-untyped]
 
 WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 """A word: letters and digits of any script, with inner ``'`` and ``-``; ``_`` separates
@@ -67,6 +78,33 @@ def terms(text: str) -> list[str]:
     if "'" in lowered or "\u2019" in lowered:
         lowered = _S.sub("", lowered.replace("\u2019", "'"))
     return [t for t in _TERM.findall(lowered) if t not in STOP_WORDS]
+
+
+_ENGLISH = snowballstemmer.stemmer("english")
+_ENGLISH_LOCK = threading.Lock()  # a Snowball stemmer keeps its word in its own fields
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    with _ENGLISH_LOCK:
+        stemmed: str = _ENGLISH.stemWord(word)
+    return stemmed
+
+
+def stem(term: str) -> str:
+    """A term's English stem (Snowball's Porter2, as PostgreSQL's ``english_stem``):
+    "taxes" -> ``tax``, "booked" -> ``book``. Each part around an apostrophe is stemmed
+    alone, so cutting a stem at apostrophes (as the SQL engines' tokenizers do) gives
+    the stems of the parts."""
+    if "'" in term:
+        return "'".join(_stem(part) for part in term.split("'"))
+    return _stem(term)
+
+
+def stems(text: str) -> list[str]:
+    """The :func:`stem` of each of ``text``'s :func:`terms`, in order, repeats kept: what
+    every search index holds of a text, and what a question is matched on."""
+    return [stem(t) for t in terms(text)]
 
 
 def content_words(text: str) -> list[str]:

@@ -1,4 +1,7 @@
-"""Search over an FTS5 index of the package's (migrations 0004, 0005): MaxScore rounds on bm25().
+"""Search over an FTS5 index of the package's (migrations 0004-0006): MaxScore rounds on bm25().
+
+Both indexes hold stems the package computes (:func:`~langgraph_ctx.retrieval.text.stems`,
+migration 0006 says why not FTS5's porter), and a search's words are stems too.
 
 An FTS5 query that ORs a question's terms ranks every row holding any of them,
 and most rows hold a common word: ranking is then a scan. FTS5's ``bm25()``
@@ -63,7 +66,7 @@ def _any(column: str, words: Sequence[str]) -> str:
 # Each indexed table's fts5vocab table (of type ``col``) and indexed column.
 _VOCAB = {
     "lgctx_archive_passages": ("lgctx_archive_passages_vocab", "terms"),  # sql/0005
-    "lgctx_memory_index": ("lgctx_memory_vocab", "body"),  # sql/0004
+    "lgctx_memory_index": ("lgctx_memory_vocab", "terms"),  # sql/0004, 0006
 }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from langgraph_ctx.retrieval.text import terms
+from langgraph_ctx.retrieval.text import stems
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage.hits import message_passages
 
@@ -58,9 +58,9 @@ _SQLITE_INSERT = (
 
 
 def sqlite_terms(thread_id: str, namespace: str, body: str) -> str:
-    """What SQLite indexes of a passage: its terms in order, repeats kept, cut at
-    apostrophes as FTS5 would, each prefixed by its scope (see migration 0005)."""
-    words = [part for term in terms(body) for part in term.split("'") if part]
+    """What SQLite indexes of a passage: its stems in order, repeats kept, cut at
+    apostrophes as FTS5 would, each prefixed by its scope (see migrations 0005, 0006)."""
+    words = [part for term in stems(body) for part in term.split("'") if part]
     return " ".join(_fts.scoped_terms(_fts.scope_token(thread_id, namespace), words))
 
 
@@ -114,8 +114,38 @@ def backfill_postgres(conn: Any) -> None:
                 write.execute(_PG_BACKFILL, tuple([row[i] for row in rows] for i in range(5)))
 
 
+def memory_terms(body: str) -> str:
+    """What SQLite's memory index holds of a memory (migration 0006): its stems in
+    order, repeats kept, cut at apostrophes as FTS5 would (its scope has a column)."""
+    return " ".join(part for term in stems(body) for part in term.split("'") if part)
+
+
+def restem_sqlite(conn: sqlite3.Connection) -> None:
+    """Give every passage and memory its stems (the runner's step after 0006's SQL),
+    a batch of keys at a time. A memory's update indexes its stems (its trigger); the
+    passages' index has no update trigger, and is rebuilt from the new terms."""
+    for table, scoped in (("lgctx_archive_passages", True), ("lgctx_memory_index", False)):
+        columns = "id, thread_id, namespace, body" if scoped else "id, '', '', body"
+        last = -1
+        while batch := conn.execute(
+            f"SELECT {columns} FROM {table} WHERE id > ? ORDER BY id LIMIT ?", (last, BATCH)
+        ).fetchall():
+            conn.executemany(
+                f"UPDATE {table} SET terms = ? WHERE id = ?",
+                [
+                    (sqlite_terms(thread, ns, body) if scoped else memory_terms(body), key)
+                    for key, thread, ns, body in batch
+                ],
+            )
+            last = batch[-1][0]
+    # Its entries were made from the old terms: 'rebuild' reads the new ones.
+    conn.execute(
+        "INSERT INTO lgctx_archive_passages_fts (lgctx_archive_passages_fts) VALUES ('rebuild')"
+    )
+
+
 STEPS: dict[str, dict[str, Callable[[Any], None]]] = {
-    "sqlite": {"0005_archive_passages": backfill_sqlite},
+    "sqlite": {"0005_archive_passages": backfill_sqlite, "0006_stemmed_search": restem_sqlite},
     "postgres": {"0005_archive_passages": backfill_postgres},
 }
 """Per dialect, the Python step a migration runs after its SQL, by label."""

@@ -1,11 +1,14 @@
-"""Search over the package's PostgreSQL full-text indexes (migrations 0003-0005): BM25 by MaxScore.
+"""Search over the package's PostgreSQL full-text indexes (migrations 0003-0006): BM25 by MaxScore.
 
 A search is a generator of queries (sans I/O): it yields ``(sql, params)``,
 receives the rows, and returns the ranked keys, so that one function serves
 the sync and the async pools (:func:`run`, :func:`arun`). Its queries:
 
 1. the query's words as PostgreSQL lexemes, with each one's document frequency
-   in the scope and the scope's size (``lgctx_search_terms``/``_scopes``);
+   in the scope and the scope's size (``lgctx_search_terms``/``_scopes``). The
+   words arrive stemmed (:func:`~langgraph_ctx.retrieval.index.query_terms`), by the Snowball
+   English the index's ``lgctx_english`` configuration runs (migration 0006), so
+   they are read with ``'simple'``: stemming a stem again may change it;
 2. rounds of :class:`~langgraph_ctx.retrieval.index.MaxScorePlan`: the scope's
    rows holding a round's terms (GIN), scored by BM25 in the database, the
    round's best ``limit`` returned (for a table of passages, the best ``limit``
@@ -59,6 +62,7 @@ def scope_lexeme(kind: str, *labels: str) -> str:
     return kind + "".join(hashlib.md5(label.encode("utf-8")).hexdigest() for label in labels)
 
 
+# 'simple', not lgctx_english: the words are stems already (see the module doc).
 # A primary-key lookup per term (LIMIT 1 keeps the subquery apart): as a plain join,
 # stale statistics let the planner read every term of the scope and filter.
 _STATS = """

@@ -27,13 +27,16 @@ from langgraph_ctx.retrieval.maxscore import check_limit
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage import _pgsearch as pgsearch
 from langgraph_ctx.storage._base import SQLiteTable
+from langgraph_ctx.storage._passages import memory_terms
 from langgraph_ctx.storage._pgtable import PgTable
 
 __all__ = ["PostgresMemoryIndex", "SQLiteMemoryIndex", "scope_key"]
 
+# terms: the body's stems, which the index holds (migration 0006).
 _UPSERT = """
-INSERT INTO lgctx_memory_index (namespace, key, grp, body) VALUES (?, ?, ?, ?)
-ON CONFLICT (namespace, key) DO UPDATE SET grp = excluded.grp, body = excluded.body
+INSERT INTO lgctx_memory_index (namespace, key, grp, body, terms) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (namespace, key) DO UPDATE
+    SET grp = excluded.grp, body = excluded.body, terms = excluded.terms
 WHERE grp IS NOT excluded.grp OR body IS NOT excluded.body
 """
 _RANKED = """
@@ -54,7 +57,7 @@ class SQLiteMemoryIndex(SQLiteTable):
     """A :class:`~langgraph_ctx.retrieval.index.TextIndex` in a SQLite file (or ``":memory:"``)."""
 
     def add(self, scope: Namespace, docs: Iterable[Doc]) -> None:
-        rows = [(scope_key(scope), d.key, d.group, d.text) for d in docs]
+        rows = [(scope_key(scope), d.key, d.group, d.text, memory_terms(d.text)) for d in docs]
         if not rows:
             return
         with self._write() as cur:
