@@ -33,11 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx._workers import in_thread
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, LexicalIndex, query_terms, split_words
+from langgraph_ctx.retrieval.vectors import VectorIndex, fuse
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage._base import SQLiteTable
 from langgraph_ctx.storage._passages import first_of_each, passage_rows, write_sqlite
@@ -141,13 +143,22 @@ class InMemoryArchive:
     marking) cannot alter what was archived. Search runs on a
     :class:`~langgraph_ctx.retrieval.index.LexicalIndex` of passages (each owned
     by its message) fed by each ``put``.
+
+    ``embeddings`` (any LangChain ``Embeddings``; the ``embeddings`` extra's
+    :class:`~langgraph_ctx.retrieval.embeddings.MiniLMEmbeddings` runs offline) makes
+    search hybrid: each passage is also embedded, in a background thread after ``put``
+    returns (:class:`~langgraph_ctx.retrieval.vectors.VectorIndex`), and a search fuses
+    the lexical and the vector ranking (:func:`~langgraph_ctx.retrieval.vectors.fuse`),
+    so a question that shares no word with what answers it still finds it. Without
+    it, search is lexical alone. :meth:`wait_for_vectors` waits for the embedding.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, embeddings: Embeddings | None = None) -> None:
         self._lock = threading.Lock()
         self._rows: dict[tuple[str, str], dict[str, _Row]] = {}
         self._next: dict[str, int] = {}  # thread -> next position, shared by namespaces
         self._index = LexicalIndex()
+        self._vectors = None if embeddings is None else VectorIndex(embeddings)
 
     def put(
         self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
@@ -170,6 +181,14 @@ class InMemoryArchive:
                 new += [Doc(f"{i}:{message.id}", p, owner=message.id) for i, p in enumerate(cut)]
             # Under the archive's lock: a search never sees a row without its index entry.
             self._index.add(scope, new)
+        if self._vectors is not None:
+            self._vectors.submit(scope, new)
+
+    def wait_for_vectors(self) -> None:
+        """Block until every passage archived so far is embedded (nothing to wait for
+        without ``embeddings``)."""
+        if self._vectors is not None:
+            self._vectors.wait()
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         with self._lock:
@@ -188,7 +207,18 @@ class InMemoryArchive:
         if not check_search(thread_id, query, limit):
             return []
         scope = (thread_id, namespace)
-        found = self._index.search_owners(scope, query, limit=limit, within=within)
+        if self._vectors is None or within:
+            # ``within`` names what the passage must hold: words decide that, not meaning.
+            found = self._index.search_owners(scope, query, limit=limit, within=within)
+        else:
+            # Each list deeper than ``limit``: a text second in one and absent from the
+            # other's first ``limit`` can still be among the fused first.
+            depth = max(limit, _FUSED_DEPTH)
+            found = fuse(
+                self._index.search_owners(scope, query, limit=depth),
+                self._vectors.search_owners(scope, query, limit=depth),
+                limit=limit,
+            )
         with self._lock:
             rows = self._rows.get(scope, {})
             kept = [(key, rows[key], score, passage) for key, score, passage in found]
@@ -201,6 +231,10 @@ class InMemoryArchive:
 
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
     asearch = in_thread(search)
+
+
+_FUSED_DEPTH = 20
+"""How many of each ranking a hybrid search fuses, at least."""
 
 
 @dataclass(frozen=True)
