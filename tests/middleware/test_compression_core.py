@@ -16,9 +16,9 @@ from langgraph_ctx import is_summary
 from langgraph_ctx.edits import EditOp, EditPlan
 from langgraph_ctx.edits import apply as edits_apply
 from langgraph_ctx.history import Plan, pair_results
-from langgraph_ctx.markers import summary_info
+from langgraph_ctx.markers import SUMMARY_ID, summary_info
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.strategies.tiered import middleware as compression_module
+from langgraph_ctx.strategies.tiered import planner
 from tests.middleware.test_compression import cfg, events, feed, make_graph
 
 
@@ -90,7 +90,7 @@ def test_a_meta_summary_is_one_merge_and_names_what_it_consolidated(planned: Any
         for op in ops
         if op.message and op.message.id.endswith(f"-{meta['seq']}")
     )
-    earlier = [i for i in merge.ids if i.startswith(compression_module.SUMMARY_ID)]
+    earlier = [i for i in merge.ids if i.startswith(SUMMARY_ID)]
     assert earlier and len(merge.ids) > len(earlier)
     assert {archive.reasons[i] for i in earlier} == {f"consolidated into summary #{meta['seq']}"}
     rest = set(merge.ids) - set(earlier)
@@ -129,8 +129,8 @@ def test_a_span_that_would_split_a_tool_exchange_is_widened_by_the_core(
         keep = p.keep[k + 1 :]
         return Plan(p.tiers, [*p.compress, *p.keep[: k + 1]], keep, min(p.protected, len(keep)))
 
-    real = compression_module.plan_compression
-    monkeypatch.setattr(compression_module, "plan_compression", splitting(real, through_a_call))
+    real = planner.plan_compression
+    monkeypatch.setattr(planner, "plan_compression", splitting(real, through_a_call))
     archive = ReasonArchive()
     graph, _, _ = make_graph(archive=archive, prepare_ahead=False)
     config = cfg("split")
@@ -151,8 +151,8 @@ def test_a_span_taking_a_pinned_message_is_refused_by_the_core(
         task = next(m for m in p.tiers.pinned if m.type == "human")
         return Plan(p.tiers, [task, *p.compress], p.keep, p.protected)
 
-    real = compression_module.plan_compression
-    monkeypatch.setattr(compression_module, "plan_compression", splitting(real, with_the_task))
+    real = planner.plan_compression
+    monkeypatch.setattr(planner, "plan_compression", splitting(real, with_the_task))
     archive = ReasonArchive()
     graph, model, _ = make_graph(archive=archive, prepare_ahead=False)
     config = cfg("pinned")

@@ -409,16 +409,17 @@ def test_a_kill_between_preparation_and_application_loses_nothing(tmp_path: Path
 def test_a_ready_preparation_is_not_planned_again_on_every_yellow_call(monkeypatch: Any) -> None:
     # Planning is a pass over the whole history: in the yellow zone it runs when the
     # history has grown enough to move the span (REPLAN_SHARE of it), not per call.
-    from langgraph_ctx.strategies.tiered import middleware as module
+    from langgraph_ctx.strategies.tiered import planner, prepared
+    from langgraph_ctx.tokens import TokenCounter
 
     plans: list[int] = []
-    real = module.plan_compression
+    real = planner.plan_compression
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         plans.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(module, "plan_compression", counting)
+    monkeypatch.setattr(planner, "plan_compression", counting)
     session = Session(summarizer=Heads())
     i = 0
     while session.pending() is None:
@@ -433,9 +434,9 @@ def test_a_ready_preparation_is_not_planned_again_on_every_yellow_call(monkeypat
         session.send([AIMessage("noted", id=f"noted{n}")])
     assert plans == [] and session.pending() is pending and not session.compressions()
     grown = 0
-    while grown < module.REPLAN_SHARE * pending.tokens:
+    while grown < prepared.REPLAN_SHARE * pending.tokens:
         session.send(turn(1000 + grown))
-        grown += sum(module.TokenCounter().count_message(m) for m in turn(0))
+        grown += sum(TokenCounter().count_message(m) for m in turn(0))
     assert plans, "grown past the share: planned again"
     until_compressed(session, 2000)
     assert session.compressions()[0]["path"] == "prepared"

@@ -72,7 +72,8 @@ from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.bacm import policy as bacm
 from langgraph_ctx.strategies.bacm.offline import OfflineFoldPolicy
 from langgraph_ctx.strategies.base import RewritingStrategy
-from langgraph_ctx.strategies.tiered.middleware import TieredCompression, _recall_share
+from langgraph_ctx.strategies.recall_room import recall_share
+from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 
 
 class BudgetAwareFolding(RewritingStrategy):
@@ -220,8 +221,8 @@ class BudgetAwareFolding(RewritingStrategy):
         # way to the history when both do not fit, and recall refills whatever room a
         # fold makes: counted here, each fold's room went to recall and the next call
         # folded again, until the history the answers were in was folded away.
-        # So does the glimpse tool's schema recall binds (see _recall_share).
-        state = dataclasses.replace(state, used=max(0, state.used - _recall_share(ctx)))
+        # So does the glimpse tool's schema recall binds (see recall_share).
+        state = dataclasses.replace(state, used=max(0, state.used - recall_share(ctx)))
         if self.decide_at is None or state.used + state.pending < self.decide_at * state.limit:
             return view
         blocks = self._blocks(messages, ctx)
@@ -261,7 +262,7 @@ class BudgetAwareFolding(RewritingStrategy):
         # red line with them (as in _policy_fold): counted here, a history that fit
         # was compressed for them, on every think call, BACM's fold digests and the
         # tool results the question needed with it (tau-bench 4K: 16 kept off, 9 on).
-        if ctx.measured().total - _recall_share(ctx) < ctx.budget.red_line:
+        if ctx.measured().total - recall_share(ctx) < ctx.budget.red_line:
             return view
         state = self.budget_state(list(view.get("messages") or ()), ctx)
         ctx.record("fold_guard", ledger.FoldGuard(**state.as_dict(), fallback="TieredCompression"))

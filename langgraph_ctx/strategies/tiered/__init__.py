@@ -1,6 +1,7 @@
 """Tiered compression (``strategy="tiered"``, the default): the oldest turns
 summarized in tiers as the window fills, summaries prepared ahead, a hard ceiling.
-:mod:`.middleware` holds :class:`TieredCompression`."""
+:mod:`.middleware` holds :class:`TieredCompression`, the glue; :mod:`.planner`,
+:mod:`.prepared` and :mod:`.ceiling` its parts."""
 
 from __future__ import annotations
 

@@ -1,0 +1,284 @@
+"""What tiered compression compresses, and to which goal (:class:`TierPlanner`).
+
+Everything here counts raw (uncalibrated) tokens, as the session's token cache
+does; the usage report's calibrated figures are divided back. The planner reads
+pre-flight's report and the history, and returns the :class:`Work` a call needs:
+the span to summarize (with the earlier summaries, for a consolidation), the
+summary's size, and the kept tool results to compact in place. It records only
+what it found on the way (``compression_candidates``, ``budget_unreachable``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from langgraph_ctx import ledger
+from langgraph_ctx.budget import Budget, UsageReport
+from langgraph_ctx.compression.ceiling import COMPACT_FLOOR
+from langgraph_ctx.history import Plan, Tiers, plan_compression, split_tiers, turn_starts
+from langgraph_ctx.markers import is_compacted, is_summary
+from langgraph_ctx.pipeline import CallContext, View
+from langgraph_ctx.strategies.recall_room import kept_recall, recall_share, without_recall
+from langgraph_ctx.strategies.tiered.summaries import next_seq
+
+logger = logging.getLogger("langgraph_ctx.compression")
+
+DEFAULT_TARGET = 0.7
+"""``target_utilization`` by default: the next compression a third of the room away."""
+COMPACT_MIN_TOKENS = 200
+"""Tool results smaller than this are never compacted: too little to gain."""
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """One compression: the plan, what the summarizer reads, and its budget."""
+
+    plan: Plan
+    source: list[BaseMessage]
+    """The span to compress (empty if only tool results are compacted); for a
+    consolidation, the earlier summaries before it."""
+    max_tokens: int
+    meta: bool
+    compact: list[tuple[BaseMessage, int]] = field(default_factory=list)
+    """Kept tool results to shrink in place, each with its digest's size."""
+
+    def archive_reason(self) -> Callable[[BaseMessage], str]:
+        """The archive's reason for each original this work removes.
+
+        It names the summary that replaces it, so that a search hit says where
+        its gist still is (``compressed into summary #3``)."""
+        seq = next_seq(self.plan.tiers.summaries)
+        compacted = {str(m.id) for m, _ in self.compact}
+
+        def reason(message: BaseMessage) -> str:
+            if str(message.id) in compacted:
+                return "compacted"
+            if is_summary(message):
+                return f"consolidated into summary #{seq}"
+            return f"compressed into summary #{seq}"
+
+        return reason
+
+
+@dataclass(frozen=True, slots=True)
+class TierPlanner:
+    """The planning settings of :class:`TieredCompression` (its constructor documents
+    each), and the plan they give for one call."""
+
+    target_utilization: float
+    min_protected_turns: int
+    protected_share: float
+    expected_ratio: float
+    summary_tokens: tuple[int, int]
+    max_summary_layers: int
+    max_summary_share: float
+    prepare_headroom: float
+    pin_task: bool
+
+    def decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> Work | None:
+        """The compression this call needs (``None``: none). ``ahead``: the one the
+        call crossing the red line will need, planned now (records nothing)."""
+        report = ctx.measured()
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        # Zone and allocations without recall's additions: they never trigger a
+        # compression recall off would not make (see strategies/recall_room.py).
+        history = without_recall(ctx)
+        zone = history.zone
+        urgent = ahead or zone == "red" or "messages" in history.over
+        if ctx.budget.messages_cap:  # the recall kept with them shares the cap
+            used = report.used.get("messages", 0) + kept_recall(ctx)
+            urgent = urgent or used > ctx.budget.messages
+        if not urgent and zone != "yellow":
+            return None
+        if not urgent and ctx.session.scratch.get("compression_advised"):
+            return None  # yellow, candidates already recorded: nothing to plan on this call
+        calibration = max(report.calibration, 1e-6)
+        count = ctx.session.cache.count_of
+        # Everything below is in raw (uncalibrated) tokens, as the cache counts.
+        tiers = split_tiers(messages, pin_task=self.pin_task)
+        line, goal = self.line_and_goal(tiers, ctx)  # messages at the red line, and after
+        pinned = sum(count(m) for m in tiers.pinned if m.type != "system")
+        existing = sum(count(m) for m in tiers.summaries)
+        low = self.summary_tokens[0]
+        cap = self.summary_cap(ctx, calibration)
+        used = int(report.used.get("messages", 0) / calibration)
+        if ahead:  # as if at the red line (plus any headroom)
+            used = max(used, line) + int(self.prepare_headroom * line)
+        plan = plan_compression(
+            messages,
+            count,
+            free_tokens=max(used - goal, 1),
+            expected_ratio=self.expected_ratio,
+            min_turns=self.min_protected_turns,
+            # The nominal allocation, not the rebalanced one: rebalancing grows
+            # with usage, and the cap must not. Nor may the protected window
+            # take the room the summaries need to meet the goal.
+            max_protected_tokens=min(
+                int(self.protected_share * ctx.budget.messages / calibration),
+                max(0, goal - pinned - cap),
+            ),
+            pin_task=self.pin_task,
+            summary_cap=cap,
+            tiers=tiers,
+        )
+        span = sum(count(m) for m in plan.compress)
+        if not urgent:
+            _advise(plan, span, ctx)
+            return None
+        kept = sum(count(m) for m in plan.keep)
+        # The least the summaries will take after this step: consolidated down to
+        # the smallest layer if there is a span to compress, else as they are.
+        smallest = low if plan.compress else existing
+        # Turns kept verbatim may alone be too large (tool-heavy ones): compact
+        # their tool results, oldest first, by what it takes to meet the goal.
+        excess = pinned + kept + smallest - goal
+        # With the partners a pin only drags along (a pin keeps a pair whole, not
+        # its other results verbatim: see the tiers).
+        loose = [m for m in tiers.dragged if isinstance(m, ToolMessage)]
+        compact = compactions([*loose, *plan.keep], count, excess, self.expected_ratio)
+        kept -= sum(count(m) - size for m, size in compact)
+        if not plan.compress:
+            if not compact:
+                # Not if it is the recall blocks kept that pass the line (the
+                # messages fit it): placement gives them up (see _recall_refresh).
+                if not ahead and used > line:
+                    unreachable(plan, ctx, "nothing left to compress")
+                return None
+            return Work(plan, [], 0, meta=False, compact=compact)
+        # What the summaries may take and still meet the goal, within their cap.
+        room = min(cap, goal - pinned - kept)
+        if room < low:
+            # The target is out of reach whatever the summary's size: then at least
+            # stay under the red line, and let the summary have what is left there.
+            room = min(cap, line - pinned - kept - 1)
+        if not ahead and pinned + kept + low > goal and plan.protected == len(plan.keep):
+            # Even the smallest summary leaves the history above the target: with
+            # pinned content this large, compression will run on every call.
+            unreachable(
+                plan,
+                ctx,
+                f"pinned messages and the protected window alone exceed the compression "
+                f"target ({goal} tokens of messages), so compression runs on every call",
+            )
+        layer = min(cap, max(low, int(span / self.expected_ratio)))
+        summaries = plan.tiers.summaries
+        if len(summaries) + 1 > self.max_summary_layers or existing + layer > max(room, low):
+            # Consolidate: the earlier layers and the new span in one call, written
+            # to the cap (or what the goal leaves), never to the budget's full size.
+            return Work(
+                plan, [*summaries, *plan.compress], max(low, room), meta=True, compact=compact
+            )
+        return Work(plan, plan.compress, layer, meta=False, compact=compact)
+
+    def line_and_goal(self, tiers: Tiers, ctx: CallContext) -> tuple[int, int]:
+        """Raw tokens the messages may take at the red line, and what a compression
+        brings them to: ``target_utilization`` of that, but never less than what it
+        must keep anyway (the pinned messages, a summary at its cap and the
+        ``min_protected_turns`` latest turns, within the protected window's cap),
+        if that is under the line. A goal below that cannot be met: with a deep
+        target at a small window, the protected turns were cut to the current one
+        and every compression still ended ``budget_unreachable``."""
+        report = ctx.measured()
+        calibration = max(report.calibration, 1e-6)
+        count = ctx.session.cache.count_of
+        line = int(messages_room(report, ctx.budget, recall_share(ctx)) / calibration)
+        protect = int(self.protected_share * ctx.budget.messages / calibration)
+        keep = sum(count(m) for m in tiers.pinned if m.type != "system")
+        keep += self.summary_cap(ctx, calibration)
+        keep += latest_turns(tiers.rest, self.min_protected_turns, protect, count)
+        goal = int(self.target_utilization * line)
+        if keep < line:
+            return line, max(goal, keep)
+        # Past the line (tool-heavy turns at a small window, or pinned content
+        # that large, which budget_unreachable reports): the protected window
+        # will be cut to fit anyway; a deep aim would cut it to the current turn,
+        # the usual one keeps as many turns as recall off does.
+        return line, max(goal, int(DEFAULT_TARGET * line))
+
+    def summary_cap(self, ctx: CallContext, calibration: float) -> int:
+        """Raw tokens a summary may take: ``max_summary_share`` of the messages'
+        allocation, within ``summary_tokens``."""
+        low, high = self.summary_tokens
+        share = int(self.max_summary_share * ctx.budget.messages / calibration)
+        return max(low, min(high, share))
+
+
+def _advise(plan: Plan, span: int, ctx: CallContext) -> None:
+    # Once per approach to the red line, not on every yellow call.
+    if not plan.compress or ctx.session.scratch.get("compression_advised"):
+        return
+    ctx.session.scratch["compression_advised"] = True
+    ctx.record(
+        "compression_candidates",
+        ledger.CompressionCandidates(
+            messages=len(plan.compress), tokens=span, through=plan.compress[-1].id
+        ),
+    )
+
+
+def unreachable(plan: Plan, ctx: CallContext, why: str) -> None:
+    """Record (and log) that the compression target cannot be met, and why."""
+    report = ctx.measured()
+    pinned = sum(ctx.session.cache.count_of(m) for m in plan.tiers.pinned)
+    data = ledger.BudgetUnreachable(
+        total=report.total, prompt_limit=report.prompt_limit, pinned_tokens=pinned, reason=why
+    )
+    ctx.record("budget_unreachable", data)
+    logger.warning(
+        "context budget cannot be met on node %r (total %d > limit %d, pinned %d tokens): %s; "
+        "pinned content is kept",
+        ctx.node,
+        report.total,
+        report.prompt_limit,
+        pinned,
+        why,
+    )
+
+
+def compactions(
+    keep: list[BaseMessage], count: Callable[[BaseMessage], int], excess: int, ratio: float
+) -> list[tuple[BaseMessage, int]]:
+    """The oldest large tool results whose digests save ``excess`` tokens, with sizes.
+
+    Results of ``COMPACT_MIN_TOKENS`` or more first; smaller ones (down to what a
+    digest can still save) only if those are not enough."""
+    chosen: dict[int, tuple[BaseMessage, int]] = {}
+    for least in (COMPACT_MIN_TOKENS, COMPACT_FLOOR * 3 // 2):
+        for m in keep:
+            if excess <= 0:
+                break
+            tokens = count(m)
+            usable = isinstance(m, ToolMessage) and not is_compacted(m)
+            if usable and least <= tokens and id(m) not in chosen:
+                size = max(COMPACT_FLOOR, int(tokens / ratio))
+                chosen[id(m)] = (m, size)
+                excess -= tokens - size
+    return list(chosen.values())
+
+
+def messages_room(report: UsageReport, budget: Budget, released: int = 0) -> int:
+    """Calibrated tokens the messages may take before the prompt reaches the red line
+    (which the prompt limit caps), given what the other components use now, less
+    ``released`` (what a compression gives up with the prefix: the recall blocks
+    kept for it); never more than a hard message cap (:attr:`Budget.messages_cap`)."""
+    others = report.total - report.used.get("messages", 0) - released
+    room = max(0, budget.red_line - others)
+    return min(room, budget.messages) if budget.messages_cap else room
+
+
+def latest_turns(
+    rest: list[BaseMessage], turns: int, cap: int, count: Callable[[BaseMessage], int]
+) -> int:
+    """Raw tokens of the ``turns`` latest turns of ``rest``, fewer while they pass
+    ``cap`` (the protected window's rule), the current turn always."""
+    starts = turn_starts(rest) if rest else [0]
+    n = min(turns, len(starts))
+    tokens = sum(count(m) for m in rest[starts[-n] :])
+    while n > 1 and tokens > cap:
+        n -= 1
+        tokens = sum(count(m) for m in rest[starts[-n] :])
+    return tokens
