@@ -120,9 +120,13 @@ def main() -> None:
         for item in args.runs.split(","):
             strategy, keep, last = item.split(":")
             plan.append((strategy, None if keep == "all" else int(keep), int(last)))
-    rows = []
+    rows: list[list[str]] = []
     for strategy, keep, last in plan:
         rows += run(strategy, keep, [t for t in turns if t <= last], args.window)
+        report(args, rows)  # after each run: a run stopped later keeps what it measured
+
+
+def report(args: argparse.Namespace, rows: list[list[str]]) -> None:
     command = (
         f"python benchmarks/checkpoint_retention.py --turns {args.turns} --window {args.window}"
     )
