@@ -78,12 +78,12 @@ from pydantic import Field
 
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import Thought, create_context_agent
-from langgraph_ctx.strategies import STRATEGIES as REGISTRY
+from langgraph_ctx.strategies.registry import STRATEGIES as REGISTRY
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter, load_encoding
 
 STRATEGIES = ("tiered", "none", *(n for n in REGISTRY if n not in ("tiered", "none")))
-"""Every strategy of the registry (:data:`langgraph_ctx.strategies.STRATEGIES`, so a
+"""Every strategy of the registry (:data:`langgraph_ctx.strategies.registry.STRATEGIES`, so a
 new one is measured without an edit here): the default first, then "none" (nothing
 manages the history; pre-flight's ceiling fits each call), the baseline the others
 should beat, then the rest in the registry's order."""
@@ -689,8 +689,14 @@ def kept_table(cells: dict[tuple[str, bool, int], Cell], strategies: Sequence[st
         f"Answers per cell: {asked}. Recall on keeps fewer than off in {len(below)} of "
         f"{len(strategies) * len(windows)} cells" + (f": {'; '.join(below)}." if below else "."),
         *([f"Cells that raised: {'; '.join(failed)}."] if failed else []),
-        *([f"Questions asked with a prompt larger than the window (a provider refuses "
-           f"them; counted as not kept): {'; '.join(over)}."] if over else []),
+        *(
+            [
+                f"Questions asked with a prompt larger than the window (a provider refuses "
+                f"them; counted as not kept): {'; '.join(over)}."
+            ]
+            if over
+            else []
+        ),
     ]
 
 

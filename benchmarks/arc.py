@@ -59,7 +59,8 @@ from langgraph_ctx import (
 )
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.errors import BudgetExceededError
-from langgraph_ctx.ledger import ArcReflection, event_data
+from langgraph_ctx.ledger import event_data
+from langgraph_ctx.ledger.strategies import ArcReflection
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies.arc.manager import Reflection, UpdateRequest
 from langgraph_ctx.strategies.arc.offline import OfflineArcManager

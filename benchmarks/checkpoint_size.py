@@ -44,7 +44,7 @@ from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.middleware import PreflightCheck
-from langgraph_ctx.pipeline import Pipeline
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.strategies import TieredCompression

@@ -26,8 +26,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_ctx import Budget
 from langgraph_ctx.agent.prebuilt import create_context_agent
 from langgraph_ctx.agent.subagents import SubAgents, SubAgentSpec
-from langgraph_ctx.ledger import Compression, Delegation, Utilization, event_data
-from langgraph_ctx.testing import ScriptedChatModel, generate_session
+from langgraph_ctx.ledger import Compression, Utilization, event_data
+from langgraph_ctx.ledger.strategies import Delegation
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.workloads import generate_session
 
 TASKS = 12
 STEPS = 5

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import emit, header, table
-from langgraph_ctx.agent import STRATEGIES
+from langgraph_ctx.strategies.registry import STRATEGIES
 from tests.fuzz_sessions import FUZZED, Outcome, run_session
 
 

@@ -49,9 +49,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph_ctx import Budget, ContextState, Pipeline, PredictiveExtraction, PreflightCheck
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.state import with_keys
-from langgraph_ctx.strategies import EmbeddingScorer, LexicalScorer, PaceSettings, PaceState
+from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PaceState
 from langgraph_ctx.strategies.pace.middleware import KEYS_PER_CALL
-from langgraph_ctx.strategies.pace.scorer import Scorer
+from langgraph_ctx.strategies.pace.scorer import EmbeddingScorer, Scorer
 from langgraph_ctx.strategies.pace.summaries import POOL
 from langgraph_ctx.testing import ScriptedChatModel
 

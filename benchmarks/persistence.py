@@ -35,7 +35,8 @@ from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.middleware import PreflightCheck
-from langgraph_ctx.pipeline import EventSink, Pipeline
+from langgraph_ctx.pipeline import EventSink
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url

@@ -26,7 +26,8 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.graph import StateGraph
 
 from langgraph_ctx.middleware.preflight import PreflightCheck
-from langgraph_ctx.pipeline import Pipeline, View
+from langgraph_ctx.pipeline import View
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.tokens import TokenCounter
 

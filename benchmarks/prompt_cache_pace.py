@@ -9,7 +9,7 @@ Run from the repo root::
 
 ``create_context_agent(model, tools, strategy="pace", think=False,
 budget=Budget.for_window(W))`` on the project's generated session
-(:func:`~langgraph_ctx.testing.generate_session`, tool results of 1.2-6 KB, the
+(:func:`~langgraph_ctx.testing.workloads.generate_session`, tool results of 1.2-6 KB, the
 demo's), with the lexical scorer (the same in both runs, no model load) and
 summaries made before each next call (``--summaries inline``; the background
 timing otherwise decides what a call can show). Every ``call_llm`` prompt is
@@ -32,11 +32,12 @@ from prompt_cache import BASE_PER_MTOK, CACHE_READ, CACHE_WRITE, PrefixMeter
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.cli.demo import workload_tools
-from langgraph_ctx.ledger import PaceContext, event_data
+from langgraph_ctx.ledger import event_data
+from langgraph_ctx.ledger.strategies import PaceContext
 from langgraph_ctx.strategies import LexicalScorer, PaceSettings, PredictiveExtraction
 from langgraph_ctx.strategies.pace import middleware as pace_middleware
-from langgraph_ctx.testing import ScriptedChatModel, generate_session
-from langgraph_ctx.testing.workloads import Workload
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.workloads import Workload, generate_session
 
 
 def inline_summaries() -> None:

@@ -14,7 +14,7 @@ carries it, nothing after the system block is found again.
 
 The agent (a compiled graph, an in-memory checkpointer, one ``invoke`` per turn,
 the scripted model) replays the long-horizon workload's turns
-(:func:`~langgraph_ctx.testing.generate_session`, the same generator as
+(:func:`~langgraph_ctx.testing.workloads.generate_session`, the same generator as
 ``prompt_cache``): each turn's user message, one tool call whose result is that
 turn's tool results, then the turn's answer. Every model call, ``call_llm``'s and
 ``think``'s, is measured on the real ``ChatOpenAI`` and ``ChatAnthropic``

@@ -26,16 +26,10 @@ from langgraph_ctx.middleware import (
     ToolEviction,
 )
 from langgraph_ctx.middleware.placement import place_messages
-from langgraph_ctx.pipeline import (
-    CallContext,
-    EventSink,
-    Middleware,
-    PersistentUpdate,
-    Pipeline,
-    View,
-    as_middleware,
-    current_context,
-)
+from langgraph_ctx.pipeline import CallContext, EventSink, Middleware, View
+from langgraph_ctx.pipeline.chain import as_middleware
+from langgraph_ctx.pipeline.context import PersistentUpdate, current_context
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.retrieval.memory import Level, Memory, MemoryBank, SessionSummary, remember_tool
 from langgraph_ctx.retrieval.runtime_store import RuntimeStore
 from langgraph_ctx.state import (

@@ -3,7 +3,7 @@ every model call. Shared by the fuzz test (a CI-sized run) and
 ``benchmarks/fuzz.py`` (the long run).
 
 A session is drawn from a seed and a strategy (every name in the agent's
-``strategy=`` registry, :data:`~langgraph_ctx.agent.STRATEGIES`, so a strategy
+``strategy=`` registry, :data:`~langgraph_ctx.strategies.registry.STRATEGIES`, so a strategy
 added there is fuzzed too): a window, a provider placement, a random order of
 middleware around pre-flight, the strategy and placement, sync or async runs,
 and a sequence of steps a new user (or a sloppy server) produces: plain, CJK
@@ -64,10 +64,10 @@ from langgraph_ctx import (
     is_pinned,
     pin,
 )
-from langgraph_ctx.agent import STRATEGIES, strategy_middleware
 from langgraph_ctx.middleware.placement import PLACEMENTS
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies import LexicalScorer, PaceState, PredictiveExtraction
+from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
-from langgraph_ctx.edits import is_edited
+from langgraph_ctx.edits.core import is_edited
 from langgraph_ctx.strategies.bacm.policy import FOLD_TOOL
 from tests.adacom_worker import run_killed
 from tests.bacm_worker import STEP, THREAD, TURNS, drive, session

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.compression.ceiling import fit_prompt
-from langgraph_ctx.history import repair_pairs, split_tiers
+from langgraph_ctx.history.structure import repair_pairs, split_tiers
 from langgraph_ctx.tokens import TokenCounter
 from tests.fuzz_sessions import provider_rejects
 from tests.test_tiers import histories

@@ -16,7 +16,8 @@ from langchain_core.tools import tool
 
 from langgraph_ctx import ConfigurationError
 from langgraph_ctx.agent import create_context_agent
-from langgraph_ctx.testing import ScriptedChatModel, ScriptExhaustedError
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.scripted import ScriptExhaustedError
 
 
 @tool

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from langgraph_ctx.agent import STRATEGIES
+from langgraph_ctx.strategies.registry import STRATEGIES
 from tests.fuzz_sessions import FUZZED, NO_STRATEGY, provider_rejects, run_session
 
 

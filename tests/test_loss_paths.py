@@ -34,7 +34,7 @@ from langgraph_ctx import (
     pin,
 )
 from langgraph_ctx.compression.ceiling import fit_prompt
-from langgraph_ctx.edits import EditOp
+from langgraph_ctx.edits.core import EditOp
 from langgraph_ctx.markers import compacted
 from langgraph_ctx.storage.archive import InMemoryArchive, SQLiteArchive
 from langgraph_ctx.strategies.base import RewritingStrategy

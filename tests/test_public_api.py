@@ -34,6 +34,25 @@ def test_subpackages_export_what_they_define() -> None:
             assert inspect.getmodule(obj).__name__.startswith(name)
 
 
+SUBPACKAGE_NAMES = 80
+"""What the subpackages' ``__all__``s may name together (issue 32): what a user imports
+from them, documented in README.md and docs/; the rest is imported from its module."""
+
+
+def test_subpackages_export_few_names() -> None:
+    subpackages = [m.name for m in pkgutil.iter_modules(langgraph_ctx.__path__) if m.ispkg]
+    exported: dict[str, list[str]] = {}
+    for name in subpackages:
+        module = importlib.import_module(f"langgraph_ctx.{name}")
+        exported[name] = list(module.__all__)
+        # Each name is really there (a stale __all__ entry would fail on import *).
+        for item in module.__all__:
+            assert getattr(module, item) is not None, f"langgraph_ctx.{name}.{item}"
+    assert len(exported) >= 12, exported  # every subpackage counted, none missed
+    total = sum(len(names) for names in exported.values())
+    assert total <= SUBPACKAGE_NAMES, {k: len(v) for k, v in exported.items()}
+
+
 @pytest.mark.slow
 def test_core_imports_without_optional_extras() -> None:
     # The core must not import postgres, plotting or embedding packages.

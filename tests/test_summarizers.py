@@ -24,13 +24,12 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from langgraph_ctx.compression import (
-    SUMMARY_PROMPT,
     ChatModelSummarizer,
     ExtractiveSummarizer,
     entities,
     entity_retention,
-    transcript,
 )
+from langgraph_ctx.compression.summarizers import SUMMARY_PROMPT, transcript
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import SUMMARY_PREFIX
 from langgraph_ctx.tokens import TokenCounter

@@ -21,7 +21,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import START, StateGraph
 
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, TokenCounter
-from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.pipeline.context import current_context
 from langgraph_ctx.tokens import ACTIVE_SESSIONS, BLOCK, MessageTokenCache
 
 COUNTER = TokenCounter()

@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.history import mark_breakpoints
+from langgraph_ctx.history.breakpoints import mark_breakpoints
 
 MINIMUM = 1_024
 """Fewest prompt tokens either provider caches (Sonnet 4.5; OpenAI)."""

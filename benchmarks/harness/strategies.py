@@ -24,7 +24,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph_ctx.agent.nodes import call_llm_node
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.middleware import PreflightCheck
-from langgraph_ctx.pipeline import CallContext, Pipeline
+from langgraph_ctx.pipeline import CallContext
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.strategies import TieredCompression
 

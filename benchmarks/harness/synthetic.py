@@ -1,6 +1,6 @@
 """Seeded synthetic sessions: the paper's four session types and the long-horizon run.
 
-All are cut from :func:`~langgraph_ctx.testing.generate_session`, whose facts are
+All are cut from :func:`~langgraph_ctx.testing.workloads.generate_session`, whose facts are
 planted in user messages and tool results and probed by later questions. A
 probe survives if the fact's value is in the prompt of the call that asks it.
 """

@@ -54,7 +54,8 @@ from langgraph_ctx.middleware import (
     ToolEviction,
 )
 from langgraph_ctx.middleware.placement import REFRESHES, Placement, RecallRefresh, check_placement
-from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
+from langgraph_ctx.pipeline import EventSink, Middleware
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.retrieval.memory import MemoryBank, remember_tool
 from langgraph_ctx.state import ContextState, DeltaContextState, with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive

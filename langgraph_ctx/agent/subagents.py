@@ -40,10 +40,10 @@ from langgraph.prebuilt import InjectedState
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.strategies import Delegation
 from langgraph_ctx.state import ArtifactRef, LedgerEntry, ledger_entry
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.registry import STRATEGIES
@@ -347,7 +347,7 @@ class SubAgents:
             self._entry(
                 state,
                 tool_call_id,
-                ledger.Delegation(
+                Delegation(
                     agent=result.agent,
                     status=result.status,
                     steps=result.steps,
@@ -360,7 +360,7 @@ class SubAgents:
         return update
 
     @staticmethod
-    def _entry(state: Mapping[str, Any], tool_call_id: str, data: ledger.Delegation) -> LedgerEntry:
+    def _entry(state: Mapping[str, Any], tool_call_id: str, data: Delegation) -> LedgerEntry:
         # Parallel delegations in one step each take the next number after the
         # ledger's last, offset by their call's position, so none collide.
         ledger = state.get("context_ledger") or []

@@ -2,4 +2,6 @@
 
 from langgraph_ctx.cli.commands import main
 
-__all__ = ["main"]
+__all__ = [
+    "main",
+]

@@ -26,7 +26,8 @@ from langgraph_ctx.budget import Budget
 from langgraph_ctx.cli._render import sparkline, zone_counts
 from langgraph_ctx.ledger import event_data
 from langgraph_ctx.middleware import PreflightCheck
-from langgraph_ctx.pipeline import EventSink, Middleware, Pipeline
+from langgraph_ctx.pipeline import EventSink, Middleware
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.storage.archive import SQLiteArchive
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url

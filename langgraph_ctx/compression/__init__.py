@@ -12,21 +12,12 @@ the one list of its public names.
 
 from langgraph_ctx.compression._entities import entities, entity_retention
 from langgraph_ctx.compression._extractive import ExtractiveSummarizer
-from langgraph_ctx.compression.summarizers import (
-    SUMMARY_PROMPT,
-    ChatModelSummarizer,
-    FallbackHook,
-    Summarizer,
-    transcript,
-)
+from langgraph_ctx.compression.summarizers import ChatModelSummarizer, Summarizer
 
 __all__ = [
-    "SUMMARY_PROMPT",
     "ChatModelSummarizer",
     "ExtractiveSummarizer",
-    "FallbackHook",
     "Summarizer",
     "entities",
     "entity_retention",
-    "transcript",
 ]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_ctx.compression._extractive import ExtractiveSummarizer
-from langgraph_ctx.history import safe_cuts, split_tiers, turn_starts
+from langgraph_ctx.history.structure import safe_cuts, split_tiers, turn_starts
 from langgraph_ctx.ledger.parts import Fitted
 from langgraph_ctx.markers import KEY, compacted, compacted_header
 from langgraph_ctx.tokens import TokenCounter, message_key

@@ -13,40 +13,8 @@ ARC's and BACM's folds and tiered compression (its summaries and compacted
 results as ready-made operations, :meth:`EditOp.replacing`) are built on it.
 """
 
-from langgraph_ctx.edits.apply import apply_edits, check_rewritable, consult
-from langgraph_ctx.edits.core import (
-    ROLES,
-    AppliedEdit,
-    EditOp,
-    EditPlan,
-    EditRejected,
-    Protection,
-    Reason,
-    is_edited,
-    is_note,
-    is_working_note,
-    note,
-    parse_ops,
-    plan_edits,
-    protected_ids,
-)
+from langgraph_ctx.edits.core import is_note
 
 __all__ = [
-    "ROLES",
-    "AppliedEdit",
-    "EditOp",
-    "EditPlan",
-    "EditRejected",
-    "Protection",
-    "Reason",
-    "apply_edits",
-    "check_rewritable",
-    "consult",
-    "is_edited",
     "is_note",
-    "is_working_note",
-    "note",
-    "parse_ops",
-    "plan_edits",
-    "protected_ids",
 ]

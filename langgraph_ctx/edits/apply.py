@@ -45,7 +45,8 @@ from langgraph_ctx.edits.core import EditPlan, EditRejected, Protection, is_edit
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import Collision, EditNote, Failure
 from langgraph_ctx.markers import is_compacted, is_summary
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.state import delta_messages
 from langgraph_ctx.storage.archive import MessageArchive
 
@@ -106,7 +107,7 @@ def apply_edits(
 
     The plan is ``None`` when nothing changed (rejected, failed, or no
     operation). ``pin_task``, ``rules``: what is protected
-    (:data:`~langgraph_ctx.edits.Protection`). ``reason``: the archive's
+    (:data:`~langgraph_ctx.edits.core.Protection`). ``reason``: the archive's
     reason for each original (one for all, or by message: compression names the
     summary that replaces it). ``data`` is added to the ledger entry (a trigger,
     a round).

@@ -61,7 +61,7 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.history import Tiers, split_tiers, tool_units
+from langgraph_ctx.history.structure import Tiers, split_tiers, tool_units
 from langgraph_ctx.ledger.parts import EditRecord
 from langgraph_ctx.markers import KEY
 

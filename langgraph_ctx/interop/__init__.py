@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ContextMiddleware"]
+__all__ = [
+    "ContextMiddleware",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -66,7 +66,7 @@ from typing_extensions import NotRequired
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.budget import Budget
 from langgraph_ctx.errors import ConfigurationError, ContextRunError
-from langgraph_ctx.history import is_anthropic, mark_breakpoints
+from langgraph_ctx.history.breakpoints import is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.glimpse import Glimpse
 from langgraph_ctx.middleware.placement import (
     ANNOTATION,
@@ -80,16 +80,9 @@ from langgraph_ctx.middleware.placement import (
     text_off_calls,
 )
 from langgraph_ctx.middleware.recall import MemoryRecall
-from langgraph_ctx.pipeline import (
-    CallContext,
-    EventSink,
-    Middleware,
-    Pipeline,
-    View,
-    arun_layers,
-    run_layers,
-)
-from langgraph_ctx.pipeline.wiring import middleware_list
+from langgraph_ctx.pipeline import CallContext, EventSink, Middleware, View
+from langgraph_ctx.pipeline.chain import arun_layers, run_layers
+from langgraph_ctx.pipeline.wiring import Pipeline, middleware_list
 from langgraph_ctx.state import LedgerEntry, ledger_reducer, with_keys
 from langgraph_ctx.strategies.pace.glimpse import StepSource
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction

@@ -11,6 +11,11 @@ kind, so mypy checks the fields). Read an entry through its type::
         if (c := event_data(entry, Compression)) is not None:
             print(c["tokens_before"], "->", c["tokens_after"])
 
+The events of the strategies (PACE, ARC, AdaCoM, BACM), the think node and
+sub-agents are imported from :mod:`langgraph_ctx.ledger.strategies`
+(``from langgraph_ctx.ledger.strategies import Fold``); :data:`EVENT_TYPES` maps
+their kinds too.
+
 The data stays a plain dict at run time (checkpoints, the custom stream and the
 event tables store it as JSON); these types only describe it. Token counts are
 calibrated (the provider's scale) unless a field says raw.
@@ -65,9 +70,6 @@ from langgraph_ctx.ledger.strategies import (
 
 __all__ = [
     "EVENT_TYPES",
-    "ArcReflection",
-    "ArcUpdateFailed",
-    "ArcUpdateLate",
     "ArchiveError",
     "ArchiveIdCollision",
     "BudgetUnreachable",
@@ -75,22 +77,13 @@ __all__ = [
     "Compression",
     "CompressionCandidates",
     "ContextEdit",
-    "Delegation",
     "EditFailed",
     "EditRejected",
     "Eviction",
-    "Fold",
-    "FoldFailed",
-    "FoldGuard",
-    "ManagerFailed",
-    "ManagerUnchanged",
     "Observe",
     "ObserveError",
     "ObserveSkipped",
     "ObserveTimeout",
-    "PaceContext",
-    "PaceIndexFailed",
-    "PaceScorerFailed",
     "Recall",
     "RecallError",
     "RecallOverLimit",
@@ -98,7 +91,6 @@ __all__ = [
     "RecallSkipped",
     "RecallTimeout",
     "SummarizerFallback",
-    "Thought",
     "ToolPairsRepaired",
     "ToolResultsCompacted",
     "Utilization",

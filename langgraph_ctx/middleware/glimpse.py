@@ -40,7 +40,8 @@ from langgraph_ctx._checks import check_has, check_int
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import GLIMPSE, SUMMARY_ID, summary_info
 from langgraph_ctx.middleware._room import RoomFiller
-from langgraph_ctx.pipeline import CallContext, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive, searchable_text
 from langgraph_ctx.tokens import TokenCounter
 

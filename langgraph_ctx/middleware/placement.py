@@ -79,7 +79,8 @@ from langgraph_ctx.middleware._recall_refresh import (
     keep_recall,
     release,
 )
-from langgraph_ctx.pipeline import CallContext, Middleware, View, current_context
+from langgraph_ctx.pipeline import CallContext, Middleware, View
+from langgraph_ctx.pipeline.context import current_context
 
 Placement = Literal["system", "pair", "none"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)

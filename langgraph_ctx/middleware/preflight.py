@@ -35,7 +35,7 @@ from langgraph.types import Command
 from langgraph_ctx.budget import Component, UsageReport, measure
 from langgraph_ctx.compression.ceiling import fit_prompt
 from langgraph_ctx.errors import BudgetExceededError
-from langgraph_ctx.history import repair_pairs
+from langgraph_ctx.history.structure import repair_pairs
 from langgraph_ctx.ledger import ToolPairsRepaired
 from langgraph_ctx.ledger.core import CeilingChecked, RecallSkipped, UtilizationMeasured
 from langgraph_ctx.markers import GLIMPSE, is_recall_block, is_summary

@@ -47,7 +47,8 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_number, check_str
 from langgraph_ctx.compression import entities
-from langgraph_ctx.edits import is_note, is_working_note
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import is_working_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import IOFailed
 from langgraph_ctx.markers import (
@@ -64,7 +65,8 @@ from langgraph_ctx.markers import (
 )
 from langgraph_ctx.middleware._room import RoomFiller
 from langgraph_ctx.middleware._snippets import archived_line, one_line
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
 from langgraph_ctx.retrieval.passages import PassageRanking
 from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive

@@ -20,7 +20,8 @@ from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_instance, check_timeout
 from langgraph_ctx.markers import is_summary, summary_body
 from langgraph_ctx.middleware.recall import elapsed_ms, record_failure
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.retrieval.memory import MemoryBank
 
 

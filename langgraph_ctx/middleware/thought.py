@@ -16,7 +16,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx.edits import is_edited, is_note
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import is_edited
 from langgraph_ctx.markers import KEY, is_view_only
 
 THOUGHT_PREFIX = "[Current thought] "

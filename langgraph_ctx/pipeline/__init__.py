@@ -10,46 +10,18 @@ Short modules, read in this order:
 - ``wiring``: :class:`Pipeline`, which orders middleware and wraps graph nodes.
 """
 
-from langgraph_ctx.pipeline.chain import (
-    DEFAULT_PRIORITY,
-    FunctionMiddleware,
-    Middleware,
-    arun_layers,
-    as_middleware,
-    run_layers,
-)
-from langgraph_ctx.pipeline.context import (
-    CallContext,
-    EventSink,
-    PersistentUpdate,
-    SessionTokens,
-    View,
-    current_context,
-    graph_namespace,
-)
-from langgraph_ctx.pipeline.hooks import Hook, IOCall, Step
-from langgraph_ctx.pipeline.layer import AsyncCallNext, CallNext, Layer
-from langgraph_ctx.pipeline.wiring import Pipeline
+from langgraph_ctx.pipeline.chain import Middleware
+from langgraph_ctx.pipeline.context import CallContext, EventSink, View
+from langgraph_ctx.pipeline.hooks import Hook, IOCall
+from langgraph_ctx.pipeline.layer import AsyncCallNext, CallNext
 
 __all__ = [
-    "DEFAULT_PRIORITY",
     "AsyncCallNext",
     "CallContext",
     "CallNext",
     "EventSink",
-    "FunctionMiddleware",
     "Hook",
     "IOCall",
-    "Layer",
     "Middleware",
-    "PersistentUpdate",
-    "Pipeline",
-    "SessionTokens",
-    "Step",
     "View",
-    "arun_layers",
-    "as_middleware",
-    "current_context",
-    "graph_namespace",
-    "run_layers",
 ]

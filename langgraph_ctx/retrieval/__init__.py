@@ -10,26 +10,8 @@ and BM25), used by recall, tool search, the topic-change test, the think node,
 the extractive summarizer and entity extraction alike.
 """
 
-from langgraph_ctx.retrieval.index import Doc, LexicalIndex, TextIndex
-from langgraph_ctx.retrieval.memory import (
-    Level,
-    Memory,
-    MemoryBank,
-    MemoryOptions,
-    SessionSummary,
-    remember_tool,
-)
-from langgraph_ctx.retrieval.runtime_store import RuntimeStore
+from langgraph_ctx.retrieval.index import TextIndex
 
 __all__ = [
-    "Doc",
-    "Level",
-    "LexicalIndex",
-    "Memory",
-    "MemoryBank",
-    "MemoryOptions",
-    "RuntimeStore",
-    "SessionSummary",
     "TextIndex",
-    "remember_tool",
 ]

@@ -38,41 +38,17 @@ PostgreSQL URL is used.
 """
 
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive, SQLiteArchive
-from langgraph_ctx.storage.checkpointers import (
-    archive_from_url,
-    async_checkpointer_from_url,
-    checkpointer_from_url,
-)
-from langgraph_ctx.storage.delta_cache import DeltaReadCache
 from langgraph_ctx.storage.events import SQLiteEventSink
-from langgraph_ctx.storage.hits import ArchiveHit, HitKind, searchable_text
-from langgraph_ctx.storage.locks import ThreadLock, arun_exclusive, run_exclusive
 from langgraph_ctx.storage.memory_index import PostgresMemoryIndex, SQLiteMemoryIndex
-from langgraph_ctx.storage.migrations import MigrationStatus, migrate, migration_status
 from langgraph_ctx.storage.postgres import PostgresArchive, PostgresEventSink
-from langgraph_ctx.storage.urls import redact_url
 
 __all__ = [
-    "ArchiveHit",
-    "DeltaReadCache",
-    "HitKind",
     "InMemoryArchive",
     "MessageArchive",
-    "MigrationStatus",
     "PostgresArchive",
     "PostgresEventSink",
     "PostgresMemoryIndex",
     "SQLiteArchive",
     "SQLiteEventSink",
     "SQLiteMemoryIndex",
-    "ThreadLock",
-    "archive_from_url",
-    "arun_exclusive",
-    "async_checkpointer_from_url",
-    "checkpointer_from_url",
-    "migrate",
-    "migration_status",
-    "redact_url",
-    "run_exclusive",
-    "searchable_text",
 ]

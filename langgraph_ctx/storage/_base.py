@@ -50,7 +50,7 @@ def _file_path(owner: str, path: object) -> str:
         raise ConfigurationError(
             f"{owner}.path",
             f"expected a file path, got the URL {str(path)!r}: pass the path alone "
-            "(or build it from a URL with langgraph_ctx.storage.archive_from_url)",
+            "(or build it from a URL with langgraph_ctx.storage.checkpointers.archive_from_url)",
         )
     return str(path)
 

@@ -107,7 +107,7 @@ def stores_beside(saver: BaseCheckpointSaver[Any]) -> SessionStores | None:
     logger.warning(
         "the archive and the event log stay in memory: %s's database is not one this "
         "package can share (a restart loses what compression archived); pass archive= "
-        "and events= (langgraph_ctx.storage.archive_from_url, SQLiteEventSink, "
+        "and events= (langgraph_ctx.storage.checkpointers.archive_from_url, SQLiteEventSink, "
         "PostgresEventSink) to keep them",
         type(inner).__name__,
     )

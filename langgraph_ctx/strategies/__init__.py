@@ -16,24 +16,19 @@ them from there, e.g. ``langgraph_ctx.strategies.arc.manager``.
 
 from langgraph_ctx.strategies.adacom.middleware import AdaptiveContextManager
 from langgraph_ctx.strategies.arc.middleware import ReflectiveContextManager
-from langgraph_ctx.strategies.arc.signals import FoldSettings
 from langgraph_ctx.strategies.bacm.middleware import BudgetAwareFolding
 from langgraph_ctx.strategies.base import ContextStrategy, RewritingStrategy
 from langgraph_ctx.strategies.none.middleware import NoStrategy
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 from langgraph_ctx.strategies.pace.policy import PaceSettings
-from langgraph_ctx.strategies.pace.scorer import EmbeddingScorer, LexicalScorer
+from langgraph_ctx.strategies.pace.scorer import LexicalScorer
 from langgraph_ctx.strategies.pace.state import PaceState
-from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
 from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 
 __all__ = [
-    "STRATEGIES",
     "AdaptiveContextManager",
     "BudgetAwareFolding",
     "ContextStrategy",
-    "EmbeddingScorer",
-    "FoldSettings",
     "LexicalScorer",
     "NoStrategy",
     "PaceSettings",
@@ -42,5 +37,4 @@ __all__ = [
     "ReflectiveContextManager",
     "RewritingStrategy",
     "TieredCompression",
-    "strategy_middleware",
 ]

@@ -16,7 +16,8 @@ from typing_extensions import Self
 
 from langgraph_ctx._checks import check_bool, check_has, check_instance
 from langgraph_ctx.compression import ExtractiveSummarizer, Summarizer, entities
-from langgraph_ctx.edits import EditOp, EditPlan, Protection, apply_edits, check_rewritable
+from langgraph_ctx.edits.apply import apply_edits, check_rewritable
+from langgraph_ctx.edits.core import EditOp, EditPlan, Protection
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.middleware.preflight import PreflightCheck
@@ -88,7 +89,7 @@ class RewritingStrategy(ContextStrategy):
     """
 
     protection: Protection = "manager"
-    """What :meth:`edit` may not touch (:data:`~langgraph_ctx.edits.Protection`): a
+    """What :meth:`edit` may not touch (:data:`~langgraph_ctx.edits.core.Protection`): a
     manager's rules; compression plans by its own tiers (``"tiers"``)."""
 
     def __init__(
@@ -124,7 +125,7 @@ class RewritingStrategy(ContextStrategy):
         *,
         reason: str | Callable[[BaseMessage], str] = "edited",
     ) -> Hook[tuple[View, EditPlan | None]]:
-        """:func:`~langgraph_ctx.edits.apply_edits` with this strategy's archive,
+        """:func:`~langgraph_ctx.edits.apply.apply_edits` with this strategy's archive,
         name and pinning; ``data`` joins the ledger entry, ``reason`` is the
         archive's for the originals."""
         return (

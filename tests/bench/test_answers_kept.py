@@ -112,7 +112,7 @@ def test_the_command_writes_tables_for_the_generated_workload(
 
 
 def test_every_strategy_of_the_registry_is_run_by_default_the_baseline_after_the_default() -> None:
-    from langgraph_ctx.agent import STRATEGIES as REGISTRY
+    from langgraph_ctx.strategies.registry import STRATEGIES as REGISTRY
 
     assert sorted(answers_kept.STRATEGIES) == sorted(REGISTRY)
     assert answers_kept.STRATEGIES[:2] == ("tiered", "none")

@@ -3,7 +3,7 @@ checked at every model call and after every turn, across a restart.
 
 A cell is a strategy of the registry (``"none"`` included), recall on or off,
 think on or off, a window and a saver. Its session is the workload generator's
-(:func:`~langgraph_ctx.testing.generate_session`), with tool results sized to the
+(:func:`~langgraph_ctx.testing.workloads.generate_session`), with tool results sized to the
 window so that a few turns overflow it and the strategy has to act; the model is
 the scripted one, playing an agent that calls the turn's tools once and then
 answers. The session runs :data:`TURNS` turns, then the process restarts (a new
@@ -50,19 +50,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import Budget
-from langgraph_ctx.agent import STRATEGIES, create_context_agent
+from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.cli.demo import workload_tools
 from langgraph_ctx.cli.inspect import inspect_session
 from langgraph_ctx.markers import RECALL_PREFIX, SUMMARY_PREFIX
-from langgraph_ctx.pipeline import Pipeline
-from langgraph_ctx.storage import archive_from_url
+from langgraph_ctx.pipeline.wiring import Pipeline
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
-from langgraph_ctx.testing import (
-    ScriptedChatModel,
-    Workload,
-    generate_session,
-    thought_about_the_question,
-)
+from langgraph_ctx.storage.checkpointers import archive_from_url
+from langgraph_ctx.strategies.registry import STRATEGIES
+from langgraph_ctx.testing import ScriptedChatModel, thought_about_the_question
+from langgraph_ctx.testing.workloads import Workload, generate_session
 from langgraph_ctx.tokens import TokenCounter
 from tests.fuzz_sessions import provider_rejects
 from tests.providers.test_provider_matrix import CLIENTS, _escaped, _payloads

@@ -23,7 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import Budget
 from langgraph_ctx.markers import RECALL_PREFIX
-from langgraph_ctx.testing import ModelCall
+from langgraph_ctx.testing.scripted import ModelCall
 from tests.conformance.session import (
     LEXICAL_PACE,
     MATRIX,

@@ -21,7 +21,8 @@ from langchain_core.messages import (
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
 from langgraph_ctx import pin
-from langgraph_ctx.edits import EditOp, EditRejected, is_note, note, plan_edits
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import EditOp, EditRejected, note, plan_edits
 
 
 def history() -> list[BaseMessage]:

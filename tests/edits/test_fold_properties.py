@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langgraph_ctx import pin
-from langgraph_ctx.edits import plan_edits
+from langgraph_ctx.edits.core import plan_edits
 from langgraph_ctx.strategies.bacm.policy import FoldAction, FoldRefused, commit_blocks, fold_ops
 from langgraph_ctx.tokens import TokenCounter
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 
-from langgraph_ctx.edits import EditOp, EditRejected, is_note, note, plan_edits
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import EditOp, EditRejected, note, plan_edits
 from tests.edits.test_core import frozen, history, ids
 
 

@@ -28,7 +28,8 @@ from langgraph_ctx.interop import ContextMiddleware
 from langgraph_ctx.interop.langchain import ContextAgentState
 from langgraph_ctx.markers import SUMMARY_PREFIX
 from langgraph_ctx.state import lru_reducer
-from langgraph_ctx.testing import ScriptedChatModel, ScriptExhaustedError
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.scripted import ScriptExhaustedError
 from langgraph_ctx.tools import ToolRegistry
 
 PROMPT = "You are a stock assistant. Answer from the lookup tool, citing the warehouse."

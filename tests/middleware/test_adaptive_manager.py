@@ -20,7 +20,8 @@ from typing_extensions import TypedDict
 from langgraph_ctx import Budget, ContextState, Pipeline, PreflightCheck, call_llm_node
 from langgraph_ctx.agent.nodes.think import Thought
 from langgraph_ctx.agent.nodes.think import note as plan_trace
-from langgraph_ctx.edits import is_note, is_working_note
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import is_working_note
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies import AdaptiveContextManager

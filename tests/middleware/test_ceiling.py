@@ -24,11 +24,11 @@ from langgraph_ctx import (
     call_llm_node,
     pin,
 )
-from langgraph_ctx.agent import STRATEGIES, strategy_middleware
 from langgraph_ctx.compression.ceiling import CUT_MARKER
 from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.state import with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive
+from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
 

@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langgraph_ctx import is_summary
-from langgraph_ctx.edits import EditOp, EditPlan
 from langgraph_ctx.edits import apply as edits_apply
-from langgraph_ctx.history import Plan, pair_results
+from langgraph_ctx.edits.core import EditOp, EditPlan
+from langgraph_ctx.history.structure import Plan, pair_results
 from langgraph_ctx.markers import SUMMARY_ID, summary_info
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies.tiered import planner

@@ -172,7 +172,7 @@ def test_the_schema_gives_way_when_the_history_needs_its_room() -> None:
     from langgraph_ctx import Budget
     from langgraph_ctx.agent.nodes import call_llm_node
     from langgraph_ctx.middleware import PreflightCheck
-    from langgraph_ctx.pipeline import Pipeline
+    from langgraph_ctx.pipeline.wiring import Pipeline
     from langgraph_ctx.state import ContextState
 
     g = Glimpse(InMemoryArchive())

@@ -25,7 +25,8 @@ from langgraph_ctx import (
 from langgraph_ctx.markers import is_recall_block
 from langgraph_ctx.middleware.recall import MemoryRecall
 from langgraph_ctx.storage.archive import InMemoryArchive
-from langgraph_ctx.testing import ScriptedChatModel, generate_session
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.workloads import generate_session
 
 
 def graph(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_ctx.history import LOST_RESULT, pair_results, repair_pairs
+from langgraph_ctx.history.structure import LOST_RESULT, pair_results, repair_pairs
 from tests.fuzz_sessions import provider_rejects
 from tests.middleware.test_compression import cfg, events, make_graph, turn
 

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langgraph_ctx.strategies import FoldSettings
 from langgraph_ctx.strategies.arc.signals import (
     CALL_WINDOW,
     TRIGGERS,
+    FoldSettings,
     StallState,
     facts_of,
     observe,

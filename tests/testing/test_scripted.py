@@ -6,7 +6,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 from pydantic import BaseModel
 
-from langgraph_ctx.testing import ScriptedChatModel, ScriptExhaustedError
+from langgraph_ctx.testing import ScriptedChatModel
+from langgraph_ctx.testing.scripted import ScriptExhaustedError
 
 
 class Answer(BaseModel):

@@ -31,7 +31,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from langgraph_ctx._checks import check_bool
 from langgraph_ctx.agent.nodes.think import current_thought, graph_state, note
-from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.history.breakpoints import TAIL, is_anthropic, mark_breakpoints
 from langgraph_ctx.middleware.placement import (
     Placement,
     check_placement,
@@ -41,7 +41,7 @@ from langgraph_ctx.middleware.placement import (
     text_off_calls,
 )
 from langgraph_ctx.middleware.thought import thought_message
-from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.pipeline.context import current_context
 from langgraph_ctx.tokens import TokenCounter
 
 
@@ -61,7 +61,7 @@ def call_llm_node(
     :class:`~langgraph_ctx.middleware.ProviderPlacement` runs on the node
     (``"system"``, ``"pair"``, or ``None``/``"none"`` for the prompt as built).
     ``cache_breakpoints``: with an Anthropic model (``langchain_anthropic``), mark
-    the prompt cache's breakpoints (:func:`~langgraph_ctx.history.mark_breakpoints`
+    the prompt cache's breakpoints (:func:`~langgraph_ctx.history.breakpoints.mark_breakpoints`
     and the request's own); ignored for other models.
     """
     counter = TokenCounter()

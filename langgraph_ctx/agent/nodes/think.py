@@ -28,10 +28,10 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.history import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.history.breakpoints import TAIL, is_anthropic, mark_breakpoints
+from langgraph_ctx.ledger.strategies import Thought as ThoughtEvent
 from langgraph_ctx.markers import KEY
 from langgraph_ctx.middleware.placement import (
     Placement,
@@ -45,7 +45,7 @@ from langgraph_ctx.middleware.thought import (
     turn_thoughts,
 )
 from langgraph_ctx.middleware.thought import turn_id as _turn_id
-from langgraph_ctx.pipeline import current_context
+from langgraph_ctx.pipeline.context import current_context
 from langgraph_ctx.retrieval.text import content_words
 from langgraph_ctx.tokens import TokenCounter
 
@@ -212,7 +212,7 @@ def think_node(
         if ctx is not None:
             ctx.record(
                 "thought",
-                ledger.Thought(
+                ThoughtEvent(
                     confidence=round(thought.confidence, 3),
                     tokens=tokens,
                     round=len(thoughts),

@@ -5,7 +5,7 @@ model through :class:`~langgraph_ctx.strategies.ChatModelManager`, or a
 deterministic policy such as :class:`~langgraph_ctx.strategies.OfflinePolicy`)
 gets the context as an ordered list with ids and roles, a background paragraph
 you set, and returns edit operations; the edit core
-(:func:`~langgraph_ctx.edits.apply_edits`) applies them with its guarantees:
+(:func:`~langgraph_ctx.edits.apply.apply_edits`) applies them with its guarantees:
 originals archived first, tool pairs whole, pinned messages and the working
 note safe, all or nothing.
 
@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import (
     check_bool,
     check_has,
@@ -54,16 +53,12 @@ from langgraph_ctx._checks import (
     check_str,
     check_timeout,
 )
-from langgraph_ctx.edits import (
-    consult,
-    is_edited,
-    is_note,
-    is_working_note,
-    note,
-    protected_ids,
-)
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.apply import consult
+from langgraph_ctx.edits.core import is_edited, is_working_note, note, protected_ids
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import EditNote
+from langgraph_ctx.ledger.strategies import ManagerFailed, ManagerUnchanged
 from langgraph_ctx.markers import pin
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
@@ -208,16 +203,12 @@ class AdaptiveContextManager(RewritingStrategy):
             timeout=self.timeout,
         )
         if failed is not None:
-            ctx.record(
-                "manager_failed", ledger.ManagerFailed(round=rounds, triggers=fired, **failed)
-            )
+            ctx.record("manager_failed", ManagerFailed(round=rounds, triggers=fired, **failed))
             return view
         seconds = round(time.perf_counter() - started, 4)
         about = EditNote(round=rounds, triggers=fired, manager_seconds=seconds)
         if not ops:
-            unchanged = ledger.ManagerUnchanged(
-                round=rounds, triggers=fired, manager_seconds=seconds
-            )
+            unchanged = ManagerUnchanged(round=rounds, triggers=fired, manager_seconds=seconds)
             ctx.record("manager_unchanged", unchanged)
             return view
         edited, plan = yield from self.edit(view.replace(messages=staged), ctx, ops, about)

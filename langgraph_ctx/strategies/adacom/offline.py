@@ -38,8 +38,9 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx._checks import check_int
 from langgraph_ctx.compression import entities
-from langgraph_ctx.edits import EditOp, is_edited, is_note, is_working_note
-from langgraph_ctx.history import tool_units
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import EditOp, is_edited, is_working_note
+from langgraph_ctx.history.structure import tool_units
 from langgraph_ctx.strategies.adacom.policy import NOTE_TITLE, ManagerRequest
 from langgraph_ctx.strategies.base import OfflineBaseline
 

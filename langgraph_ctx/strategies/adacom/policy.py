@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._checks import check_instance, check_str
 from langgraph_ctx._workers import acall_with_timeout, native_async
-from langgraph_ctx.edits import is_working_note
+from langgraph_ctx.edits.core import is_working_note
 
 NOTE_TITLE = "[Working note]"
 """The first line of the working note."""

@@ -55,12 +55,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
-from langgraph_ctx.edits import EditOp, is_note, note, protected_ids
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import EditOp, note, protected_ids
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.ledger.parts import EditNote
+from langgraph_ctx.ledger.strategies import ArcReflection, ArcUpdateFailed, ArcUpdateLate
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
@@ -188,18 +189,14 @@ class ReflectiveContextManager(RewritingStrategy):
             except TimeoutError:
                 if self.timeout is None or job.age() < self.timeout:
                     ctx.session.scratch[_JOB] = job
-                    ctx.record(
-                        "arc_update_late", ledger.ArcUpdateLate(waited=self.wait, raw=len(at.raw))
-                    )
+                    ctx.record("arc_update_late", ArcUpdateLate(waited=self.wait, raw=len(at.raw)))
                     return view  # the previous memory; the interaction stays raw
                 job.discard()
                 ctx.record(
-                    "arc_update_failed", ledger.ArcUpdateFailed(reason="timeout", seconds=job.age())
+                    "arc_update_failed", ArcUpdateFailed(reason="timeout", seconds=job.age())
                 )
             except Exception as exc:
-                ctx.record(
-                    "arc_update_failed", ledger.ArcUpdateFailed(reason="error", error=_error(exc))
-                )
+                ctx.record("arc_update_failed", ArcUpdateFailed(reason="error", error=_error(exc)))
             else:
                 view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
                 at = self._layout(list(view["messages"])) or at
@@ -214,9 +211,7 @@ class ReflectiveContextManager(RewritingStrategy):
                     timeout=self.timeout,
                 )
             except Exception as exc:
-                ctx.record(
-                    "arc_update_failed", ledger.ArcUpdateFailed(reason="error", error=_error(exc))
-                )
+                ctx.record("arc_update_failed", ArcUpdateFailed(reason="error", error=_error(exc)))
                 return view
             view = yield from self._absorb(view, ctx, at, at.interactions[0], folded)
             after = self._layout(list(view["messages"]))
@@ -397,7 +392,7 @@ class ReflectiveContextManager(RewritingStrategy):
         if done is not None:
             ctx.record(
                 "arc_reflection",
-                ledger.ArcReflection(
+                ArcReflection(
                     arc="reflection",
                     turn=turn,
                     triggers=triggers,

@@ -13,7 +13,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from langgraph_ctx.compression import transcript
+from langgraph_ctx.compression.summarizers import transcript
 from langgraph_ctx.strategies.arc.manager import (
     ArcManager,
     Checklist,

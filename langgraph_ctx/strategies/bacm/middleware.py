@@ -55,7 +55,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from pydantic import ValidationError
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import (
     check_has,
     check_instance,
@@ -63,9 +62,17 @@ from langgraph_ctx._checks import (
     check_number,
     check_timeout,
 )
-from langgraph_ctx.edits import EditOp, consult, is_edited, is_note
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.apply import consult
+from langgraph_ctx.edits.core import EditOp, is_edited
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.ledger.strategies import FoldApplied, FoldApplyRefused, FoldRefused
+from langgraph_ctx.ledger.strategies import (
+    FoldApplied,
+    FoldApplyRefused,
+    FoldFailed,
+    FoldGuard,
+    FoldRefused,
+)
 from langgraph_ctx.markers import KEY, PER_CALL_HEAD, PER_CALL_TAIL
 from langgraph_ctx.pipeline import CallContext, Hook, View
 from langgraph_ctx.storage.archive import MessageArchive
@@ -242,7 +249,7 @@ class BudgetAwareFolding(RewritingStrategy):
             timeout=self.timeout,
         )
         if failed is not None:
-            ctx.record("fold_failed", ledger.FoldFailed(**failed))
+            ctx.record("fold_failed", FoldFailed(**failed))
             return view
         try:
             action = _parse(answer)
@@ -265,7 +272,7 @@ class BudgetAwareFolding(RewritingStrategy):
         if ctx.measured().total - recall_share(ctx) < ctx.budget.red_line:
             return view
         state = self.budget_state(list(view.get("messages") or ()), ctx)
-        ctx.record("fold_guard", ledger.FoldGuard(**state.as_dict(), fallback="TieredCompression"))
+        ctx.record("fold_guard", FoldGuard(**state.as_dict(), fallback="TieredCompression"))
         return (yield from self.guard.before(view, ctx))
 
     def _shown(self, view: View, ctx: CallContext, display: int) -> View:

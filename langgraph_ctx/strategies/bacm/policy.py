@@ -37,7 +37,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel, Field
 
-from langgraph_ctx.edits import EditOp, is_note, protected_ids
+from langgraph_ctx.edits import is_note
+from langgraph_ctx.edits.core import EditOp, protected_ids
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.ledger.parts import Budget
 

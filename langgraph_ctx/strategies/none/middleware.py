@@ -15,7 +15,8 @@ from langgraph_ctx.edits import is_note
 from langgraph_ctx.middleware import glimpse
 from langgraph_ctx.middleware.placement import fold_notes
 from langgraph_ctx.middleware.preflight import prompt_over
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, Middleware, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.storage.archive import InMemoryArchive, MessageArchive
 
 

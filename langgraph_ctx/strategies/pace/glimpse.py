@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from langgraph_ctx.compression import transcript
+from langgraph_ctx.compression.summarizers import transcript
 from langgraph_ctx.strategies.pace.steps import step_bounds, step_number
 
 if TYPE_CHECKING:

@@ -45,11 +45,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, RemoveMessage
 from langgraph.types import Command
 
-from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression import ChatModelSummarizer, ExtractiveSummarizer, Summarizer
+from langgraph_ctx.ledger.strategies import PaceContext, PaceIndexFailed, PaceScorerFailed
 from langgraph_ctx.markers import is_view_only
-from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View, graph_namespace
+from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
+from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.base import ContextStrategy
 from langgraph_ctx.strategies.pace.policy import (
@@ -163,7 +164,7 @@ class PredictiveExtraction(ContextStrategy):
             ctx.persist(self.name, **{CHANNEL: records})
         if failed is not None:
             ctx.record(
-                "pace_scorer_failed", ledger.PaceScorerFailed(scorer=self.scorer.name, error=failed)
+                "pace_scorer_failed", PaceScorerFailed(scorer=self.scorer.name, error=failed)
             )
         if not scored:
             return view
@@ -195,9 +196,7 @@ class PredictiveExtraction(ContextStrategy):
         try:
             yield IOCall(put, aput)
         except Exception as exc:
-            ctx.record(
-                "pace_index_failed", ledger.PaceIndexFailed(messages=len(batch), error=repr(exc))
-            )
+            ctx.record("pace_index_failed", PaceIndexFailed(messages=len(batch), error=repr(exc)))
 
     # -- the steps -------------------------------------------------------------
 
@@ -338,7 +337,7 @@ class PredictiveExtraction(ContextStrategy):
         counts = np.bincount(levels, minlength=len(LEVELS))
         fallback = getattr(self.scorer, "fallback", None)  # a model still loading, say
         full, detailed, brief, placeholder, omitted = (int(n) for n in counts)  # LEVELS' order
-        data = ledger.PaceContext(
+        data = PaceContext(
             steps=len(session.steps),
             scored=len(scored),
             full=full,

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langgraph_ctx.compression import transcript
+from langgraph_ctx.compression.summarizers import transcript
 from langgraph_ctx.markers import KEY, VIEW_ONLY, is_view_only
 from langgraph_ctx.strategies.pace.policy import BRIEF, DETAILED, FULL, LEVELS, OMITTED, PLACEHOLDER
 from langgraph_ctx.strategies.pace.scorer import pack, unpack

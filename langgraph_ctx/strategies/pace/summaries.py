@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._workers import DaemonPool
 from langgraph_ctx.compression import ChatModelSummarizer, Summarizer
-from langgraph_ctx.history import settle
+from langgraph_ctx.history.jobs import settle
 
 POOL = DaemonPool(2, name="lgctx-pace")
 """Two workers for every PACE session of the process: summaries queue behind them,

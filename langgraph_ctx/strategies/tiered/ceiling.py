@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.compression.ceiling import fit_prompt
-from langgraph_ctx.edits import EditOp
-from langgraph_ctx.history import Plan, split_tiers, turn_starts
+from langgraph_ctx.edits.core import EditOp
+from langgraph_ctx.history.structure import Plan, split_tiers, turn_starts
 from langgraph_ctx.ledger.core import CeilingChecked
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.strategies.recall_room import recall_share

@@ -27,7 +27,7 @@ Reads pre-flight's usage report (so it must run after :class:`PreflightCheck`):
   call, or raises :class:`~langgraph_ctx.errors.BudgetExceededError` before the
   model is called if even the pinned content cannot fit.
 
-Every rewrite goes through the edit core (:func:`~langgraph_ctx.edits.apply_edits`,
+Every rewrite goes through the edit core (:func:`~langgraph_ctx.edits.apply.apply_edits`,
 via :meth:`RewritingStrategy.edit`): the span becomes one merge operation whose
 ready-made summary lands at the place of the last message it replaces, so after
 the pinned messages among it and before the turns it keeps (a meta-summary
@@ -63,7 +63,7 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.edits import EditOp
+from langgraph_ctx.edits.core import EditOp
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.markers import summary_info
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View

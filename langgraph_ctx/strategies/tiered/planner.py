@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph_ctx import ledger
 from langgraph_ctx.budget import Budget, UsageReport
 from langgraph_ctx.compression.ceiling import COMPACT_FLOOR
-from langgraph_ctx.history import Plan, Tiers, plan_compression, split_tiers, turn_starts
+from langgraph_ctx.history.structure import Plan, Tiers, plan_compression, split_tiers, turn_starts
 from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies.recall_room import kept_recall, recall_share, without_recall

@@ -24,8 +24,8 @@ from langgraph_ctx.compression.summarizers import (
     Summarizer,
     entity_retention,
 )
-from langgraph_ctx.history import Plan, split_tiers
 from langgraph_ctx.history import jobs as _prepare
+from langgraph_ctx.history.structure import Plan, split_tiers
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies.recall_room import without_recall
 from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
