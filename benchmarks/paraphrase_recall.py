@@ -304,6 +304,10 @@ def main() -> None:
         " background after each put (load s includes waiting for them; the filler's vectors"
         " are cached by text), fused with the lexical ranking by reciprocal-rank fusion."
         " SQLite and PostgreSQL have no vectors yet.",
+        "- In the recall block is lower than hits@10 for hybrid: `MemoryRecall` re-ranks the"
+        " archive's hits by their passages' words (`PassageRanking`) and keeps the best"
+        " `archive_hits` (8), so a fact found by meaning alone scores 0 there and is cut"
+        " behind the distractors that share the question's words.",
         "",
         *table(HEAD, rows),
     ]
