@@ -1,13 +1,15 @@
 """What recall adds to a prompt, for a strategy to leave out of its decisions.
 
-With ``recall=True`` a prompt carries recall's blocks (kept from earlier calls,
-counted by pre-flight as system content) and the ``glimpse`` tool's schema. A
-strategy decides on the prompt without them: when to compress, how deep, what to
-fold or leave out are then the same as with recall off, and recall only fills
-the room the history leaves. That is what makes "recall on never keeps fewer
-answers than recall off" hold by construction rather than by tuning: a share
-reserved for recall took turns from the history that word search then could not
-find again.
+With ``recall=True`` a prompt carries this call's recall block, the lines kept
+from earlier calls (``recall_refresh``'s blocks, counted by pre-flight as system
+content) and the ``glimpse`` tool's schema. A strategy decides when and how far
+to compress, fold or cut on the prompt without this call's block and the schema,
+and aims (the line and goal a compression works to) without the kept lines too,
+since a compression gives them up. The kept lines alone still count towards the
+trigger: compression makes room for them, so that they stay byte-identical (a
+cached prefix) until it runs. A deeper aim, or the schema and this call's block
+counted, had recall take turns from the history that word search could not find
+again: recall on kept fewer answers than recall off.
 """
 
 from __future__ import annotations
@@ -30,14 +32,15 @@ def recall_share(ctx: CallContext) -> int:
 
 
 def without_recall(ctx: CallContext) -> UsageReport:
-    """The usage report of this call as recall off would have it: recall's kept blocks
-    out of the system component, the ``glimpse`` schema out of the tools, the budget
-    rebalanced over what is left. Its ``zone``, ``over`` and ``total`` are what a
-    strategy decides on: with recall's share in them, the history was found over its
+    """The usage report of this call without the ``glimpse`` schema in the tools, the
+    budget rebalanced over what is left (this call's recall block is not in it yet:
+    recall runs after the strategy). Its ``zone``, ``over`` and ``total`` are what a
+    strategy triggers on: with the schema in them, the history was found over its
     rebalanced allocation (or in the red) sooner with recall on than off."""
     report = ctx.measured()
     used = dict(report.used)
-    used["system"] = max(0, used.get("system", 0) - kept_recall(ctx))
+    # Recall's kept blocks stay counted: a strategy makes room for them (they are
+    # given up at a compression), so that they stay byte-identical in between.
     used["tools"] = max(0, used.get("tools", 0) - glimpse.bound_tokens(ctx))
     return measure(
         ctx.budget,
