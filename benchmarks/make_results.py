@@ -63,6 +63,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ("pg_load", "Worker processes on one PostgreSQL, a SIGKILL and a restart, vs bare", 36),
     ("pg_load_quick", "The same at --quick size, after the check judged by id", 36),
     ("paraphrase_recall", "Facts asked in other words at 10K: lexical, stemmed, hybrid", 34),
+    ("paraphrase_recall_100k", "The same at 100K archived messages", 34),
 ]
 
 
