@@ -38,7 +38,7 @@ from langgraph_ctx.errors import BudgetExceededError
 from langgraph_ctx.history.structure import repair_pairs
 from langgraph_ctx.ledger import ToolPairsRepaired
 from langgraph_ctx.ledger.core import CeilingChecked, RecallSkipped, UtilizationMeasured
-from langgraph_ctx.markers import GLIMPSE, is_recall_block, is_summary
+from langgraph_ctx.markers import GLIMPSE, KEY, RECALL_PREFIX, is_recall_block, is_summary
 from langgraph_ctx.middleware.thought import think_notes, thought_message
 from langgraph_ctx.pipeline import CallContext, Middleware, View
 
@@ -97,6 +97,18 @@ class PreflightCheck(Middleware):
         calibration = max(report.calibration, 1e-6)
         memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
         fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
+        bare = [_without_lines(m) for m in messages if not _is_kept_block(m)]
+        if fit.over > 0 and any(a is not b for a, b in zip(bare, messages, strict=False)):
+            # Last, the recall lines kept for the prompt cache (a kept block, the lines
+            # at the head of earlier user messages): given up rather than refuse a
+            # call recall off would make.
+            view = view.replace(messages=bare)
+            ctx.record("recall_skipped", RecallSkipped(reason="kept lines gave way", budget=0))
+            sent, over = prompt_over(view, ctx, prompt)
+            if over <= 0:
+                return view
+            messages = bare
+            fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
         if fit.over > 0:
             raise BudgetExceededError(
                 sent,
@@ -333,6 +345,28 @@ def _bound(memo: dict[Any, int]) -> None:
     # call, must not grow it without end. Starting over costs a recount.
     if len(memo) >= MEMO_SIZE:
         memo.clear()
+
+
+def _is_kept_block(m: BaseMessage) -> bool:
+    """``recall_refresh="compression"``'s block: stable context marked as recall's."""
+    marks = m.additional_kwargs.get(KEY)
+    return m.type == "system" and isinstance(marks, dict) and "recall" in marks
+
+
+def _without_lines(m: BaseMessage) -> BaseMessage:
+    """A user message without the recall lines ``"delta"`` placed at its head."""
+    if m.type != "human":
+        return m
+    content = m.content
+    if isinstance(content, str):
+        if not content.startswith(RECALL_PREFIX) or "\n\n" not in content:
+            return m
+        return m.model_copy(update={"content": content.split("\n\n", 1)[1]})
+    first = content[0] if content else None
+    text = first.get("text", "") if isinstance(first, dict) else first
+    if not (isinstance(text, str) and text.startswith(RECALL_PREFIX)):
+        return m
+    return m.model_copy(update={"content": list(content[1:])})
 
 
 def _tool_name(tool: Any) -> str:

@@ -224,3 +224,36 @@ def test_preflight_completes_its_own_entry_whatever_was_recorded_before_it() -> 
     assert (outer_entry["kind"], used["kind"]) == ("outer", "utilization")
     assert used["data"]["actual_input"] > 0
     assert outer_entry["data"] == {"note": "recorded before pre-flight's"}
+
+
+def test_kept_recall_lines_give_way_before_a_call_is_refused() -> None:
+    # The recall lines kept for the prompt cache at the head of a user message (and
+    # a kept block after the summaries) are recall's, not the user's: over the limit
+    # with nothing else left to cut, they go, rather than refuse a call that recall
+    # off would make (tau-bench at 4K raised BudgetExceededError with recall on).
+    from langgraph_ctx.markers import KEY, RECALL_PREFIX
+
+    task = "Reconcile the ledger for account 7. " * 150  # pinned: the task
+    lines = RECALL_PREFIX + " earlier:\n" + "- [observation] account 7 had a refund. " * 40
+    kept_block = SystemMessage(
+        RECALL_PREFIX + " kept\n- account 7 was audited.", additional_kwargs={KEY: {"recall": {}}}
+    )
+
+    @as_middleware(priority=500)
+    def kept_lines(view: View, ctx: Any, call_next: Any) -> Any:
+        [user] = view["messages"]
+        placed = user.model_copy(update={"content": lines + "\n\n" + user.text})
+        # Measured, as recall's placement measures what it adds.
+        added = COUNTER.count_messages([kept_block, placed]) - COUNTER.count_messages([user])
+        ctx.adjust_usage("messages", added)
+        return call_next(view.replace(messages=[kept_block, placed]))
+
+    model = ScriptedChatModel(responses=["Done."])
+    window = 2_048
+    size = COUNTER.count_messages([HumanMessage(task)]) + COUNTER.count_tool(lookup_order)
+    assert size < Budget.for_window(window).prompt_limit < size + COUNTER.count_text(lines)
+    graph = graph_with(model, window=window, later=[kept_lines])
+    graph.invoke({"messages": [HumanMessage(task, id="u0")]}, {"configurable": {"thread_id": "t"}})
+    [sent] = model.calls
+    assert RECALL_PREFIX not in sent.text  # the lines and the kept block gave way
+    assert sent.messages[-1].text == task  # the user's own message, whole
