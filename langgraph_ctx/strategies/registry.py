@@ -112,9 +112,9 @@ def strategy_middleware(
     ``nodes``: what :func:`~langgraph_ctx.agent.create_context_agent` builds, for a
     pipeline of your own (and for the fuzz suite, which runs every name in
     :data:`STRATEGIES`). A middleware instance is returned as it is. ``recall``:
-    recall over the archive is on, so tiered compression aims deeper
-    (:data:`~langgraph_ctx.strategies.tiered.middleware.RECALL_TARGET` of the room,
-    never below what the protected turns need). ``preset``: the named strategy's
+    recall over the archive is on (``"none"`` then archives what a call leaves out,
+    for recall to find; the others decide as with recall off, see
+    :mod:`~langgraph_ctx.strategies.recall_room`). ``preset``: the named strategy's
     preset (:data:`PRESETS`): ``"paper"`` for adacom, arc, bacm and pace."""
     if isinstance(strategy, AGENT_OWN):
         raise ConfigurationError(
