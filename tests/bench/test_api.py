@@ -22,7 +22,8 @@ def tiny() -> Workload:
 def test_all_matches_the_public_names() -> None:
     public = {n for n in vars(bench) if not n.startswith("_")}
     modules = {"api", "conversations", "delegation", "metrics", "peers", "plots",
-               "provider_cache", "realdata", "recorder", "report", "runner", "savers", "session",
+               "paraphrases", "provider_cache", "realdata", "recorder", "report", "runner",
+               "savers", "session",
                "strategies", "summaries", "synthetic", "workloads"}  # fmt: skip
     assert public - modules == set(bench.__all__)
 
