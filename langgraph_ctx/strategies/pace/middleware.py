@@ -72,7 +72,7 @@ from langgraph_ctx.strategies.pace.scorer import (
 from langgraph_ctx.strategies.pace.state import PaceState
 from langgraph_ctx.strategies.pace.steps import CHANNEL, PaceSession, Step
 from langgraph_ctx.strategies.pace.summaries import start
-from langgraph_ctx.strategies.recall_room import without_recall
+from langgraph_ctx.strategies.recall_room import kept_recall, without_recall
 
 BLOCK_TOKENS = 30
 """Room kept for the condensed blocks' title and message overhead: a first estimate.
@@ -278,7 +278,7 @@ class PredictiveExtraction(ContextStrategy):
         # steps' room, and every step was shown condensed further than without recall.
         report = without_recall(ctx)
         calibration = max(report.calibration, 1e-6)
-        others = report.total - report.used.get("messages", 0)
+        others = report.total - report.used.get("messages", 0) - kept_recall(ctx)
         room = min(report.allocation["messages"], ctx.budget.red_line - others)
         budget = max(0, int(room / calibration))
         recent = sum(step.tokens for step in session.steps[len(scored) :])
