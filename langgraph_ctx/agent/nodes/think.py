@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from langgraph_ctx._checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.history.breakpoints import TAIL, is_anthropic, mark_breakpoints
-from langgraph_ctx.ledger.strategies import Thought as ThoughtEvent
+from langgraph_ctx.ledger import strategies as events
 from langgraph_ctx.markers import KEY
 from langgraph_ctx.middleware.placement import (
     Placement,
@@ -212,7 +212,7 @@ def think_node(
         if ctx is not None:
             ctx.record(
                 "thought",
-                ThoughtEvent(
+                events.Thought(
                     confidence=round(thought.confidence, 3),
                     tokens=tokens,
                     round=len(thoughts),
