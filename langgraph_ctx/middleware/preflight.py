@@ -97,8 +97,13 @@ class PreflightCheck(Middleware):
         calibration = max(report.calibration, 1e-6)
         memo = ctx.session.scratch.setdefault(_CEILING_MEMO, {})
         fit = fit_prompt(messages, over, count, ctx.counter, memo=memo)
-        bare = [_without_lines(m) for m in messages if not _is_kept_block(m)]
-        if fit.over > 0 and any(a is not b for a, b in zip(bare, messages, strict=False)):
+        bare = (
+            [_without_lines(m) for m in messages if not _is_kept_block(m)] if fit.over > 0 else []
+        )
+        if bare and (
+            len(bare) != len(messages)
+            or any(a is not b for a, b in zip(bare, messages, strict=False))
+        ):
             # Last, the recall lines kept for the prompt cache (a kept block, the lines
             # at the head of earlier user messages): given up rather than refuse a
             # call recall off would make.
