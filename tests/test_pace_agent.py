@@ -258,11 +258,15 @@ def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: st
     # PACE never archives (nothing leaves the history); with recall on, its steps are
     # what recall searches. A fact read in turn 0, condensed away by turn 12, comes
     # back for a question about it in other words.
+    # The topic is the turn's, not read from the prompt: recall's lines quote earlier
+    # requests ("Read the records on access"), and a model reading the last of them
+    # would ask for the fact's records again.
+    turn = {"topic": ""}
+
     def reply(messages: Sequence[BaseMessage]) -> AIMessage:
         if isinstance(messages[-1], ToolMessage):
             return AIMessage("Noted.")
-        asked = next(m.text for m in reversed(messages) if m.text.startswith("Read"))
-        topic = asked.split()[-1].strip("?.")
+        topic = turn["topic"]
         call = {"name": "records", "args": {"topic": topic}, "id": f"c-{topic}"}
         return AIMessage("", tool_calls=[call])
 
@@ -278,9 +282,11 @@ def test_recall_brings_back_a_fact_from_a_step_pace_condensed(summary_timing: st
     )
     topics = ["access", *(f"{w}{i}" for i in range(12) for w in WORDS[:1])]
     for i, topic in enumerate(topics):
+        turn["topic"] = topic
         agent.invoke(
             {"messages": [HumanMessage(f"Read the records on {topic}", id=f"r{i}")]}, config()
         )
+    assert sum(VAULT in m.text for m in agent.get_state(config()).values["messages"]) == 1
     fact_id = next(m.id for m in agent.get_state(config()).values["messages"] if VAULT in m.text)
     agent.invoke(
         {"messages": [HumanMessage("Which code opens the Lisbon vault?", id="ask")]}, config()
