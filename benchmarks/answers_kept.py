@@ -393,9 +393,13 @@ def run_cell(
     folder: Path,
     cache: bool,
     preset: str = "default",
+    *,
+    usage: bool = True,
 ) -> Cell:
     """One cell: every dialogue of ``workload`` through ``strategy`` (``preset``: its
-    preset, for a strategy after a paper; ``benchmarks/presets.py`` compares them)."""
+    preset, for a strategy after a paper; ``benchmarks/presets.py`` compares them).
+    ``usage=False``: the model reports no token usage, so calibration stays at 1.0 (a
+    test comparing two cells' decisions token for token)."""
     cell = Cell()
     meters = None
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -414,7 +418,9 @@ def run_cell(
             if strategy in PEERS:
                 played = play_peer(dialogue, strategy, window, db, cell, meters)
             else:
-                played = play(dialogue, strategy, recall, window, db, cell, meters, preset)
+                played = play(
+                    dialogue, strategy, recall, window, db, cell, meters, preset, usage=usage
+                )
             cell.timeouts.update(_timed_out(db))
             if played is not None:
                 cell.error = played
@@ -451,10 +457,14 @@ def play(
     cell: Cell,
     meters: Any,
     preset: str = "default",
+    *,
+    usage: bool = True,
 ) -> str | None:
     """Every turn of one dialogue through a fresh agent; the error, if one was raised."""
     player, tools = _player(dialogue, cell, meters, window)
-    model = ScriptedChatModel(default=player.act, structured_default=player.think, keep_calls=0)
+    model = ScriptedChatModel(
+        default=player.act, structured_default=player.think, keep_calls=0, report_usage=usage
+    )
     try:
         agent = create_context_agent(
             model,
