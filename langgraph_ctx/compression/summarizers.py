@@ -36,7 +36,7 @@ from langgraph_ctx.compression._entities import entities as entities
 from langgraph_ctx.compression._entities import entity_retention as entity_retention
 from langgraph_ctx.compression._entities import message_entities, retention
 from langgraph_ctx.compression._extractive import ExtractiveSummarizer as ExtractiveSummarizer
-from langgraph_ctx.compression._extractive import role_head
+from langgraph_ctx.compression._prose import role_head
 from langgraph_ctx.errors import ConfigurationError
 
 SUMMARY_PROMPT = """\
