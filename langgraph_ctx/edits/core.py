@@ -47,285 +47,28 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    RemoveMessage,
-    SystemMessage,
-)
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langgraph_ctx.errors import ContextRunError
-from langgraph_ctx.history.structure import Tiers, split_tiers, tool_units
-from langgraph_ctx.ledger.parts import EditRecord
+# The operation types (.ops) and the marks (.marks) are named from here too: this
+# module is where strategies import the edit core from.
+from langgraph_ctx.edits.marks import has_pin_mark, protected_in
+from langgraph_ctx.edits.marks import is_edited as is_edited
+from langgraph_ctx.edits.marks import is_note as is_note
+from langgraph_ctx.edits.marks import is_working_note as is_working_note
+from langgraph_ctx.edits.marks import note as note
+from langgraph_ctx.edits.marks import protected_ids as protected_ids
+from langgraph_ctx.edits.ops import ROLES as ROLES
+from langgraph_ctx.edits.ops import AppliedEdit as AppliedEdit
+from langgraph_ctx.edits.ops import EditOp as EditOp
+from langgraph_ctx.edits.ops import EditPlan as EditPlan
+from langgraph_ctx.edits.ops import EditRejected as EditRejected
+from langgraph_ctx.edits.ops import Protection as Protection
+from langgraph_ctx.edits.ops import Reason as Reason
+from langgraph_ctx.edits.ops import parse_ops as parse_ops
+from langgraph_ctx.history.structure import split_tiers, tool_units
 from langgraph_ctx.markers import KEY
-
-Reason = Literal[
-    "malformed",
-    "missing_field",
-    "content_not_text",
-    "unknown_id",
-    "duplicate_id",
-    "bad_role",
-    "role_position",
-    "pinned",
-    "note_protected",
-    "conflict",
-]
-"""Why an action was rejected (``EditRejected.reason``)."""
-
-Protection = Literal["manager", "tiers"]
-"""What an action may not touch. ``"manager"`` (a model's or a policy's
-actions): every system message and the exchanges of pinned messages are pinned,
-and every note (the working note, the think node's plan traces) may be rewritten,
-never deleted or merged. ``"tiers"`` (compression's own plan, by its tiers): the
-leading system messages and pinned messages are, and a pinned note (the working
-note); a later system message or a plan trace goes with its turn."""
-
-ROLES = {"system": "system", "user": "human", "human": "human", "assistant": "ai", "ai": "ai"}
-ROLES["tool"] = "tool"
-"""Accepted role names (OpenAI's and LangChain's), to LangChain message types."""
-
-
-class EditRejected(ContextRunError):
-    """An edit action was invalid; nothing was changed.
-
-    ``reason`` is one of :data:`Reason`; ``op`` the index of the offending
-    operation (``None`` for the action as a whole); ``detail`` says what is wrong.
-    """
-
-    def __init__(self, reason: Reason, detail: str, op: int | None = None) -> None:
-        where = "" if op is None else f"operation {op}: "
-        super().__init__(f"edit rejected ({reason}): {where}{detail}")
-        self.reason: Reason = reason
-        self.detail = detail
-        self.op = op
-
-
-@dataclass(frozen=True, slots=True)
-class EditOp:
-    """One operation, validated in shape (see :func:`parse_ops`)."""
-
-    ids: tuple[str, ...]
-    role: str | None
-    rationale: str
-    new_content: str
-    marks: Mapping[str, Any] | None = None
-    """Marks the produced message carries (a strategy's own state on its pinned
-    note). Set by code only: never parsed from a manager's JSON."""
-    message: BaseMessage | None = None
-    """The message to put in place, ready made (see :meth:`replacing`). Set by
-    code only: never parsed from a manager's JSON."""
-    place: Literal["first", "last"] = "first"
-    """Where a merge lands: at the place of its first target in the history, or
-    of its last (compression's summaries: after the pinned messages among the
-    span, before what it keeps). Set by code only."""
-
-    @classmethod
-    def replacing(
-        cls,
-        ids: Iterable[str],
-        message: BaseMessage,
-        rationale: str,
-        *,
-        place: Literal["first", "last"] = "first",
-    ) -> EditOp:
-        """An operation putting ``message``, made by code, in place of ``ids``: a
-        rewrite for one id, a merge for several (at ``place``).
-
-        ``message`` is placed as it is (its id and marks are its maker's); it must
-        not take the id of a message that stays, and as a rewrite it keeps the
-        tool call id or the tool calls of what it replaces (refused otherwise)."""
-        return cls(
-            ids=tuple(ids),
-            role=message.type,
-            rationale=rationale,
-            new_content=message.text,
-            message=message,
-            place=place,
-        )
-
-    @property
-    def kind(self) -> Literal["delete", "rewrite", "merge"]:
-        if self.message is None and not self.new_content.strip():
-            return "delete"
-        return "rewrite" if len(self.ids) == 1 else "merge"
-
-
-@dataclass(frozen=True, slots=True)
-class AppliedEdit:
-    """What one operation did, after widening: the ledger's record of it."""
-
-    kind: Literal["delete", "rewrite", "merge"]
-    ids: tuple[str, ...]
-    """Every message it replaced or removed, in history order."""
-    widened: tuple[str, ...]
-    """Ids added to the operation's own to keep tool exchanges whole."""
-    role: str | None
-    rationale: str
-    new_id: str | None
-    """The id of the message it produced (``None`` for a deletion)."""
-
-
-@dataclass(frozen=True, slots=True)
-class EditPlan:
-    """The history after an action, and what it takes out of the active state."""
-
-    messages: list[BaseMessage]
-    removed: list[BaseMessage] = field(default_factory=list)
-    """Originals leaving the active state, in history order: archive them first."""
-    applied: list[AppliedEdit] = field(default_factory=list)
-    made: list[BaseMessage] = field(default_factory=list)
-    """The messages the operations produced (each is in ``messages``)."""
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.applied)
-
-    def update(self) -> list[AnyMessage | RemoveMessage]:
-        """The ``messages`` state update that writes this history (for ``ctx.persist``).
-
-        The whole list after ``RemoveMessage(REMOVE_ALL)``, as compression writes
-        its rewrite: ``add_messages`` appends a new id at the end, and an edited
-        message must land where its originals were."""
-        return [RemoveMessage(id=REMOVE_ALL_MESSAGES), *self.messages]  # type: ignore[list-item]
-
-    def ledger(self) -> EditRecord:
-        """The ledger entry's data: every operation, with its rationale."""
-        return {
-            "operations": [
-                {
-                    "kind": a.kind,
-                    "ids": list(a.ids),
-                    "widened": list(a.widened),
-                    "role": a.role,
-                    "rationale": a.rationale,
-                    "new_id": a.new_id,
-                }
-                for a in self.applied
-            ],
-            "removed": [str(m.id) for m in self.removed],
-        }
-
-
-# -- marks ---------------------------------------------------------------------
-
-
-def note(message: BaseMessage) -> BaseMessage:
-    """Mark ``message`` as the working note: rewritable, never deleted. Returns it."""
-    marks = message.additional_kwargs.get(KEY)
-    message.additional_kwargs[KEY] = {**(marks if isinstance(marks, dict) else {}), "note": True}
-    return message
-
-
-def is_note(message: BaseMessage) -> bool:
-    """Whether ``message`` carries the note mark: a working note, or the think
-    node's ``[plan]`` trace (:func:`is_working_note` tells them apart)."""
-    marks = message.additional_kwargs.get(KEY)
-    return isinstance(marks, dict) and bool(marks.get("note"))
-
-
-def is_working_note(message: BaseMessage) -> bool:
-    """Whether ``message`` is the working note a manager keeps (rewritten, never
-    deleted or merged away). The think node's ``[plan]`` trace carries the note mark
-    too (placement folds it into the reply after it), but it is an agent message like
-    any other: taken for the note, the first trace became AdaCoM's working note and
-    every later one was kept from distillation, until a run of them outgrew the
-    prompt and the ceiling dropped it, the note with it."""
-    plan_trace = isinstance(message, AIMessage) and message.name == "think"
-    return is_note(message) and not plan_trace
-
-
-def is_edited(message: BaseMessage) -> bool:
-    """Whether ``message`` was produced by an edit (its originals are archived)."""
-    marks = message.additional_kwargs.get(KEY)
-    return isinstance(marks, dict) and "edited" in marks
-
-
-def protected_ids(
-    messages: Sequence[BaseMessage],
-    *,
-    pin_task: bool = True,
-    every_system: bool = True,
-    units: list[list[BaseMessage]] | None = None,
-) -> set[str]:
-    """Ids no operation may touch: pinned messages and their exchanges (not the note).
-
-    ``every_system``: every system message is pinned (a manager must not rewrite
-    an instruction anywhere); else only the leading ones, as compression's tiers
-    have it (a later system message belongs to its turn). ``units``: the
-    history's tool exchanges, if the caller has them."""
-    return _protected(
-        split_tiers(messages, pin_task=pin_task, every_system=every_system, units=units)
-    )
-
-
-def _protected(tiers: Tiers) -> set[str]:
-    # System messages an edit produced are the manager's own: it may edit them again.
-    return {
-        str(m.id)
-        for m in tiers.pinned
-        if not is_note(m) and not (m.type == "system" and is_edited(m) and not _pinned_mark(m))
-    }
-
-
-def _pinned_mark(message: BaseMessage) -> bool:
-    marks = message.additional_kwargs.get(KEY)
-    return isinstance(marks, dict) and bool(marks.get("pinned"))
-
-
-# -- parsing -------------------------------------------------------------------
-
-
-def parse_ops(raw: Iterable[Any]) -> list[EditOp]:
-    """Operations from dicts (JSON), pydantic models or :class:`EditOp`; shape only.
-
-    Raises :class:`EditRejected` for a missing field, ids that are not a
-    non-empty list of strings, or content that is not text.
-    """
-    if isinstance(raw, (str, bytes, Mapping)):
-        raise EditRejected("malformed", f"expected a list of operations, got {type(raw).__name__}")
-    return [_parse_one(i, item) for i, item in enumerate(raw)]
-
-
-def _parse_one(i: int, item: Any) -> EditOp:
-    if isinstance(item, EditOp):
-        return item
-    if hasattr(item, "model_dump"):
-        item = item.model_dump()
-    if not isinstance(item, Mapping):
-        raise EditRejected("malformed", f"expected an object, got {type(item).__name__}", i)
-    if "rationale" not in item and "justification" in item:
-        item = {**item, "rationale": item["justification"]}
-    missing = [k for k in ("ids", "role", "rationale", "new_content") if k not in item]
-    if missing:
-        raise EditRejected("missing_field", f"missing {missing}", i)
-    ids = item["ids"]
-    if isinstance(ids, str) or not isinstance(ids, Sequence) or not ids:
-        raise EditRejected("malformed", f"'ids' must be a non-empty list, got {ids!r}", i)
-    if not all(isinstance(x, str) and x for x in ids):
-        raise EditRejected("malformed", f"every id must be a non-empty string, got {ids!r}", i)
-    content = item["new_content"]
-    if content is None:
-        content = ""
-    if not isinstance(content, str):
-        raise EditRejected(
-            "content_not_text", f"'new_content' must be text, got {type(content).__name__}", i
-        )
-    role, rationale = item["role"], item["rationale"]
-    if role is not None and not isinstance(role, str):
-        raise EditRejected("bad_role", f"'role' must be a string, got {role!r}", i)
-    if not isinstance(rationale, str):
-        raise EditRejected("malformed", f"'rationale' must be text, got {rationale!r}", i)
-    return EditOp(ids=tuple(ids), role=role, rationale=rationale, new_content=content)
-
-
-# -- planning ------------------------------------------------------------------
 
 
 def plan_edits(
@@ -347,7 +90,7 @@ def plan_edits(
     tiers = split_tiers(
         messages, pin_task=pin_task, every_system=rules == "manager", units=exchanges
     )
-    protected = _protected(tiers)
+    protected = protected_in(tiers)
     # Compression may reduce in place what a pin only drags along for the pair's
     # sake (see compression's tiers); a manager's actions leave the whole exchange.
     loose = {str(m.id) for m in tiers.dragged} if rules == "tiers" else set()
@@ -393,7 +136,7 @@ def _check_protected(
             raise EditRejected(
                 "pinned", f"message {m.id!r} ({m.type}) is pinned and is never edited", i
             )
-        kept = is_working_note(m) and (every_note or _pinned_mark(m))
+        kept = is_working_note(m) and (every_note or has_pin_mark(m))
         if kept and (op.kind != "rewrite" or len(targets) > 1):
             raise EditRejected(
                 "note_protected",
