@@ -71,7 +71,7 @@ from _common import emit, header, table
 from harness.conversations import generate_conversation
 from harness.realdata import SCENARIOS
 from harness.session import holds, prompt_text
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
@@ -262,6 +262,19 @@ class RecordedTool(BaseTool):
         default_factory=lambda: {"type": "object", "properties": {}, "additionalProperties": True}
     )
     queue: dict[str, deque[str]]
+    answered: Counter[str] = Field(default_factory=Counter)
+
+    def invoke(self, input: Any, config: Any = None, **kwargs: Any) -> Any:
+        # The result's id from its call's (LangGraph gives it a random one): the ids
+        # reach the prompt (a compacted result names its archived original), so with
+        # random ones a run's token counts, and a compression on the line, moved from
+        # one run to the next.
+        out = super().invoke(input, config, **kwargs)
+        call = input.get("id") if isinstance(input, dict) else None
+        if isinstance(out, ToolMessage) and call:
+            self.answered[call] += 1
+            out.id = f"{call}/result {self.answered[call]}"
+        return out
 
     def _run(self, **kwargs: Any) -> str:
         left = self.queue.get(_key(self.name, kwargs))
