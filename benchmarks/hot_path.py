@@ -378,7 +378,7 @@ def rss_child(attached: bool, threads: int, size: int) -> None:
         active: list[int] = []
         if pipeline is not None:
             for session in pipeline._sessions.values():
-                held = active if id(session.cache) in tokens._active else idle
+                held = active if id(session.cache) in tokens.cache._active else idle
                 held.append(session.cache.nbytes())
         print(json.dumps({"rss": grown, "live": live, "idle": idle, "active": active}))
 
