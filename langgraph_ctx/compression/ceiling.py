@@ -11,11 +11,15 @@ large and frees them, in the order that costs the model least:
 2. the oldest messages that are neither pinned nor in the current turn, in
    whole tool exchanges, left out of the prompt;
 3. text of the current turn's messages that are not pinned, largest first,
-   cut with a marker.
+   cut with a marker;
+4. summaries, largest first, cut with a marker: the summary stays whole in the
+   history and its originals in the archive, while a refused call would end
+   the turn (a 4K window with a long system prompt and a turn of several tool
+   rounds meets this).
 
 What remains is pinned content (system messages, the task, pinned messages
-and their tool partners), summaries, and each message's header: if that alone
-is over, the prompt cannot fit and :class:`Fit.over` says by how much.
+and their tool partners) and each message's header: if that alone is over,
+the prompt cannot fit and :class:`Fit.over` says by how much.
 
 Pure: it reads messages and returns new ones. The callers archive, persist
 and record (:class:`~langgraph_ctx.strategies.TieredCompression` persists its
@@ -118,9 +122,10 @@ def fit_prompt(
     if not history and work.over > 0:
         work.omit_oldest(rest[:current])
     texts = [m for m in rest[current:] if not isinstance(m, ToolMessage) and id(m) not in pinned]
-    if history:
-        texts = []
-    for text in sorted(texts, key=count, reverse=True):
+    texts = [] if history else sorted(texts, key=count, reverse=True)
+    if not history:
+        texts += sorted(tiers.summaries, key=count, reverse=True)  # the last to give way
+    for text in texts:
         if work.over <= 0:
             break
         work.shrink(text, lambda t, size: (cut_text(t, size, counter), True))

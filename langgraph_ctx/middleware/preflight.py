@@ -120,8 +120,8 @@ class PreflightCheck(Middleware):
                 report.prompt_limit,
                 f"on node {ctx.node!r}, the prompt stays {math.ceil(fit.over * calibration)} "
                 "tokens over its limit with every unpinned message left out or cut to its "
-                "header: the system prompt, tools, summaries and pinned messages (the task, "
-                "pinned messages and their tool exchanges) alone are too large",
+                "header: the system prompt, tools and pinned messages (the task, pinned "
+                "messages and their tool exchanges) alone are too large",
             )
         after = sent - math.floor(calibration * (fit.tokens_before - fit.tokens_after))
         report = ctx.adjust_usage("messages", math.ceil((after - report.total) / calibration))

@@ -29,6 +29,7 @@ from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.state import with_keys
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies.registry import STRATEGIES, strategy_middleware
+from langgraph_ctx.strategies.tiered.summaries import summary_message
 from langgraph_ctx.testing import ScriptedChatModel
 from tests.middleware.test_compression import COUNTER, FILLER, cfg, events, make_graph
 
@@ -163,6 +164,32 @@ def test_an_unpinned_message_larger_than_the_window_is_cut_for_the_call_not_refu
     assert entry["scope"] == "prompt" and entry["cut"] == ["huge"]
     history = graph.get_state(config).values["messages"]
     assert next(m for m in history if m.id == "huge") == huge  # whole in the history
+
+
+def test_summaries_too_large_for_the_call_are_cut_for_it_not_refused() -> None:
+    """Before, this raised BudgetExceededError: with every unpinned message cut to
+    its header, the summaries counted as what could not give way. tau-bench at 4K
+    (a 1,252-token policy, a turn of three tool rounds, 1,000 tokens of summaries)
+    ended its turn there. The summary is cut in the prompt only: the history keeps
+    it whole (and the archive its originals)."""
+    graph, model, _ = graph_with(None)
+    config = cfg("huge-summary")
+    summary = summary_message(
+        "The customer's open invoices: " + FILLER * 80, 1, "u0", covers=["u0"]
+    )
+    task = HumanMessage("Audit the open invoices.", id="task")
+    graph.invoke({"messages": [task, summary, HumanMessage("Go on.", id="u1")]}, config)
+    assert COUNTER.count_message(summary) > LIMIT
+    sent = list(model.calls[-1].messages)
+    assert COUNTER.count_messages(sent) <= LIMIT
+    shown = next(m for m in sent if m.id == summary.id)
+    assert is_summary(shown) and CUT_MARKER in shown.text
+    assert shown.text.startswith(summary.text.splitlines()[0])  # its header: what it covers
+    assert [m.id for m in sent] == ["task", summary.id, "u1"]  # the task and the turn whole
+    [entry] = events(graph, config, "ceiling_enforced")
+    assert entry["cut"] == [summary.id]
+    history = graph.get_state(config).values["messages"]
+    assert next(m for m in history if m.id == summary.id) == summary
 
 
 def test_pinned_content_over_the_limit_is_refused_without_a_strategy_too() -> None:
