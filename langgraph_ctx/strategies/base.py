@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from typing_extensions import Self
 
@@ -59,6 +60,25 @@ class ContextStrategy(Middleware):
         them (``AdaptiveContextManager.from_preset("paper", timeout=60.0)``)."""
         values = check_preset(cls.name, preset, cls.presets)
         return cls(**{**values, **kwargs})
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildInputs:
+    """What the registry (:mod:`~langgraph_ctx.strategies.registry`) builds each
+    strategy's middleware from: one agent's settings, the same for every strategy.
+    Each folder's ``build(given)`` takes it, and decides which of it to use."""
+
+    archive: MessageArchive | None
+    """Where what the strategy removes goes (``None``: its own, in memory)."""
+    summary_model: BaseChatModel | None
+    """Its summarizer, manager or policy; without one it runs offline."""
+    nodes: Sequence[str]
+    """The agent's model nodes; a strategy may run on the agent's own call only."""
+    recall: bool
+    """Recall over the archive is on."""
+    preset: str = "default"
+    """Its preset by name (``"paper"`` for adacom, arc, bacm and pace), checked by
+    the registry for a strategy that has only ``"default"``."""
 
 
 def check_preset(

@@ -4,9 +4,10 @@ of the middleware it puts in compression's slot. :func:`~langgraph_ctx.agent.cre
 does a pipeline of your own, through :func:`strategy_middleware`.
 
 Each builder is its folder's ``build`` (``strategies/<name>/__init__.py``), made
-from the same four things: the optional ``summary_model`` (the strategy's
-summarizer, manager or policy; without one it runs offline), the ``archive`` for
-what it removes, the agent's model nodes, and whether recall is on. Whether it
+from the same four things (:class:`~langgraph_ctx.strategies.base.BuildInputs`):
+the optional ``summary_model`` (the strategy's summarizer, manager or policy;
+without one it runs offline), the ``archive`` for what it removes, the agent's
+model nodes, and whether recall is on. Whether it
 runs on all the nodes or on the agent's own call only is each strategy's decision.
 Adding a strategy: its folder with a ``build``, and one line in :data:`BUILDERS`.
 
@@ -17,8 +18,7 @@ differ (:data:`PRESETS`; each strategy's settings docs list the differences).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel
 
@@ -36,36 +36,11 @@ from langgraph_ctx.strategies import adacom, arc, bacm, none, pace, tiered
 from langgraph_ctx.strategies.adacom.middleware import AdaptiveContextManager
 from langgraph_ctx.strategies.arc.middleware import ReflectiveContextManager
 from langgraph_ctx.strategies.bacm.middleware import BudgetAwareFolding
-from langgraph_ctx.strategies.base import ContextStrategy, check_preset
+from langgraph_ctx.strategies.base import BuildInputs, ContextStrategy, check_preset
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 
-
-class Builder(Protocol):
-    """A strategy's ``build``: the middleware for one agent."""
-
-    def __call__(
-        self,
-        *,
-        archive: MessageArchive | None,
-        summary_model: BaseChatModel | None,
-        nodes: Sequence[str],
-        recall: bool,
-    ) -> Middleware: ...
-
-
-class PresetBuilder(Protocol):
-    """The ``build`` of a strategy with presets: the same, and the preset's name."""
-
-    def __call__(
-        self,
-        *,
-        archive: MessageArchive | None,
-        summary_model: BaseChatModel | None,
-        nodes: Sequence[str],
-        recall: bool,
-        preset: str = "default",
-    ) -> Middleware: ...
-
+Builder = Callable[[BuildInputs], Middleware]
+"""A strategy's ``build``: the middleware for one agent, from that agent's settings."""
 
 BUILDERS: dict[str, Builder] = {
     "tiered": tiered.build,
@@ -77,15 +52,15 @@ BUILDERS: dict[str, Builder] = {
 }
 """Name -> builder, the default (``"tiered"``) first."""
 
-_WITH_PRESETS: dict[str, tuple[PresetBuilder, type[ContextStrategy]]] = {
-    "adacom": (adacom.build, AdaptiveContextManager),
-    "arc": (arc.build, ReflectiveContextManager),
-    "pace": (pace.build, PredictiveExtraction),
-    "bacm": (bacm.build, BudgetAwareFolding),
+_WITH_PRESETS: dict[str, type[ContextStrategy]] = {
+    "adacom": AdaptiveContextManager,
+    "arc": ReflectiveContextManager,
+    "pace": PredictiveExtraction,
+    "bacm": BudgetAwareFolding,
 }
 
 PRESETS: dict[str, tuple[str, ...]] = {
-    name: tuple(_WITH_PRESETS[name][1].presets) if name in _WITH_PRESETS else ("default",)
+    name: tuple(_WITH_PRESETS[name].presets) if name in _WITH_PRESETS else ("default",)
     for name in BUILDERS
 }
 """Name -> the presets its builder takes (``"default"`` for every strategy)."""
@@ -134,17 +109,12 @@ def strategy_middleware(
     builder = BUILDERS.get(strategy) if isinstance(strategy, str) else None
     if builder is not None:
         assert isinstance(strategy, str)
-        if strategy in _WITH_PRESETS:
-            return _WITH_PRESETS[strategy][0](
-                archive=archive,
-                summary_model=summary_model,
-                nodes=nodes,
-                recall=recall,
-                preset=preset,
-            )
-        # tiered and none have no paper behind them: only their default.
-        check_preset(strategy, preset, {"default": {}})
-        return builder(archive=archive, summary_model=summary_model, nodes=nodes, recall=recall)
+        if strategy not in _WITH_PRESETS:  # tiered and none: no paper behind them
+            check_preset(strategy, preset, {"default": {}})
+        given = BuildInputs(
+            archive=archive, summary_model=summary_model, nodes=nodes, recall=recall, preset=preset
+        )
+        return builder(given)
     raise ConfigurationError(
         "strategy", f"unknown strategy {strategy!r}; use one of {list(STRATEGIES)} or a middleware"
     )

@@ -6,25 +6,14 @@ deterministic manager, the offline baseline."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.adacom.middleware import AdaptiveContextManager
+from langgraph_ctx.strategies.base import BuildInputs
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-    preset: str = "default",
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder: the agent's own call only (a manager call per
     thought would double its cost)."""
     return AdaptiveContextManager.from_preset(
-        preset, manager=summary_model, archive=archive, nodes=["call_llm"]
+        given.preset, manager=given.summary_model, archive=given.archive, nodes=["call_llm"]
     )

@@ -6,24 +6,13 @@ reflection. :mod:`.middleware` runs it (:class:`ReflectiveContextManager`);
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.arc.middleware import ReflectiveContextManager
+from langgraph_ctx.strategies.base import BuildInputs
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-    preset: str = "default",
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder: the agent's own call only."""
     return ReflectiveContextManager.from_preset(
-        preset, manager=summary_model, archive=archive, nodes=["call_llm"]
+        given.preset, manager=given.summary_model, archive=given.archive, nodes=["call_llm"]
     )

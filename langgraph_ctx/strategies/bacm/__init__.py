@@ -5,25 +5,14 @@ action and tool and a chat-model policy; :mod:`.offline` the folding rule."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.bacm.middleware import BudgetAwareFolding
+from langgraph_ctx.strategies.base import BuildInputs
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-    preset: str = "default",
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder: on every model node, as the first to see a new
     observation shows the budget first."""
     return BudgetAwareFolding.from_preset(
-        preset, policy=summary_model, archive=archive, nodes=nodes
+        given.preset, policy=given.summary_model, archive=given.archive, nodes=given.nodes
     )

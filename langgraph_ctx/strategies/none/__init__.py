@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.base import BuildInputs
 from langgraph_ctx.strategies.none.middleware import NoStrategy
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder: every model node (with recall, it fits each call)."""
-    return NoStrategy(archive=archive, nodes=nodes, recall=recall)
+    return NoStrategy(archive=given.archive, nodes=given.nodes, recall=given.recall)

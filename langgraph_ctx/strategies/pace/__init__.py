@@ -7,22 +7,13 @@ summaries, :mod:`.glimpse` the glimpse tool's source of steps."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.base import BuildInputs
 from langgraph_ctx.strategies.pace.middleware import PredictiveExtraction
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-    preset: str = "default",
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder: ephemeral per call, so every model node needs it."""
-    return PredictiveExtraction.from_preset(preset, summarizer=summary_model, nodes=nodes)
+    return PredictiveExtraction.from_preset(
+        given.preset, summarizer=given.summary_model, nodes=given.nodes
+    )

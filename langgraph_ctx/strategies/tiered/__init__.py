@@ -5,23 +5,15 @@ summarized in tiers as the window fills, summaries prepared ahead, a hard ceilin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from langchain_core.language_models import BaseChatModel
-
 from langgraph_ctx.pipeline import Middleware
-from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies.base import BuildInputs
 from langgraph_ctx.strategies.tiered.middleware import TieredCompression
 
 
-def build(
-    *,
-    archive: MessageArchive | None,
-    summary_model: BaseChatModel | None,
-    nodes: Sequence[str],
-    recall: bool,
-) -> Middleware:
+def build(given: BuildInputs) -> Middleware:
     """The registry's builder. Recall on or off, compressions aim at the same target:
     aimed deeper with recall on, they removed turns that word search could not find
     again, and recall on kept fewer answers than off (strategies/recall_room.py)."""
-    return TieredCompression(summarizer=summary_model, archive=archive, nodes=nodes)
+    return TieredCompression(
+        summarizer=given.summary_model, archive=given.archive, nodes=given.nodes
+    )
