@@ -16,10 +16,11 @@ re-measured it), so it must run after :class:`PreflightCheck`. Per call:
 3. drop archived hits still in the active history, re-rank the rest by their best
    passage among the candidates and the names asked about
    (:mod:`~langgraph_ctx.retrieval.passages`; the archive found them by their
-   best passage in the whole thread; over-fetched for both), then include, best
-   score first, each snippet that still fits the room the prompt leaves under
-   the red line (within ``max_tokens`` if set): an archived original as the passage its
-   search matched and its next best, with its message id and the summary that
+   best passage in the whole thread; over-fetched for both; one a hybrid store found
+   by meaning keeps the store's rank: :mod:`._recall_block`), then include, best score
+   first, each snippet that still fits the room the prompt leaves under the red line
+   (within ``max_tokens`` if set): an archived original as the passage its search
+   matched and its next best, with its message id and the summary that
    covers it (``glimpse`` gets the whole of it), a memory as its text;
 4. inject them as ONE ephemeral system message, after the leading system
    messages and summaries: the model sees it, the checkpoint never does (and
@@ -36,17 +37,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from operator import attrgetter
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 
 from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance, check_int, check_number, check_str
-from langgraph_ctx.compression import entities
 from langgraph_ctx.edits import is_note
 from langgraph_ctx.edits.core import is_working_note
 from langgraph_ctx.errors import ConfigurationError
@@ -55,35 +55,47 @@ from langgraph_ctx.markers import (
     KEY,
     PER_CALL_HEAD,
     PER_CALL_TAIL,
-    RECALL_PREFIX,
-    is_ephemeral,
     is_summary,
     is_view_only,
-    last_summary_index,
     summary_body,
     summary_indexes,
 )
+from langgraph_ctx.middleware._recall_block import (
+    RECALL_END,
+    _block,
+    _ranked,
+    block_lines,
+    block_text,
+    insert_at,
+    names_in,
+    select,
+)
 from langgraph_ctx.middleware._room import RoomFiller
-from langgraph_ctx.middleware._snippets import archived_line, one_line
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.pipeline.context import graph_namespace
 from langgraph_ctx.retrieval.memory import Memory, MemoryBank, Scope, SessionSummary
-from langgraph_ctx.retrieval.passages import PassageRanking
 from langgraph_ctx.storage.archive import ArchiveHit, MessageArchive
+
+__all__ = [
+    "RECALL_END",
+    "MemoryRecall",
+    "block_lines",
+    "block_text",
+    "elapsed_ms",
+    "insert_at",
+    "names_in",
+    "query_of",
+    "record_failure",
+    "searches",
+    "select",
+]
 
 logger = logging.getLogger("langgraph_ctx.recall")
 _ID = attrgetter("id")
 
-RECALL_END = "[End of Recalled Memory]"
-_HEADER = (
-    f"{RECALL_PREFIX} From long-term memory and from earlier in this conversation "
-    "(archived: glimpse an id for the whole message); use what is relevant."
-)
 Found = tuple[SessionSummary | None, list[Memory], list[ArchiveHit]]
 _OVERFETCH = 4
 """Archived candidates searched for, per one shown, beyond those still in the history."""
-_NAMES = 4
-"""Names of a query searched for on their own, at most."""
 _FOUND = "recall_found"
 """Session scratch key: the last search, reused while its query and history stand."""
 
@@ -97,8 +109,7 @@ class _Request:
     task_key: str | None
     budget: int
     limit: int
-    """The most recalled content may take in a prompt, this call's block and blocks
-    kept from earlier turns together: the auxiliary allocation, or ``max_tokens``."""
+    """The most recalled content (this call's and kept blocks) may take in a prompt."""
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -352,8 +363,6 @@ class MemoryRecall(RoomFiller):
 
 # -- helpers -------------------------------------------------------------------
 
-Item = Memory | ArchiveHit
-
 
 def _history_ids(view: View) -> tuple[frozenset[str], tuple[str, ...]]:
     """The ids in the active history, and what says whether it changed since the
@@ -362,41 +371,6 @@ def _history_ids(view: View) -> tuple[frozenset[str], tuple[str, ...]]:
     ids = frozenset(map(str, filter(None, map(_ID, messages))))  # C-level passes
     marks = tuple(str(messages[i].id) for i in summary_indexes(messages))
     return ids, marks
-
-
-Line = Callable[[int], str]
-"""An item's line in the block, given the most tokens it may take."""
-
-
-def _ranked(
-    memories: Sequence[Memory],
-    hits: Sequence[ArchiveHit],
-    query: str,
-    archive_hits: int,
-    snippet_tokens: int,
-    ctx: CallContext,
-) -> list[tuple[Line, Item]]:
-    """Both kinds, best score first: the ``archive_hits`` originals whose best passage
-    scores highest, and the memories (each kind scores its best 1.0; an archived
-    original wins a tie: it is what this conversation said). An original's line is
-    its best passages within ``snippet_tokens`` or the room left, whichever is less."""
-    ranking = PassageRanking(query, [h.text for h in hits], names_in(query))
-    order = ranking.order()[:archive_hits]
-    top = max([ranking.best(i) for i in order], default=0.0) or 1.0
-
-    def archived(i: int, room: int) -> str:
-        cap = max(20, min(snippet_tokens, room))
-        return archived_line(hits[i], ranking, i, cap, ctx.counter)
-
-    def remembered(memory: Memory, room: int) -> str:
-        return f"- [{memory.level}] {one_line(memory.text)}"
-
-    scored: list[tuple[float, int, Line, Item]] = [
-        (ranking.best(i) / top, 0, partial(archived, i), hits[i]) for i in order
-    ]
-    scored += [(m.score, 1, partial(remembered, m), m) for m in memories]
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return [(line, item) for _, _, line, item in scored]
 
 
 def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
@@ -409,13 +383,6 @@ def searches(query: str, limit: int, shown: int) -> list[tuple[str, int]]:
     return [("", limit), *((name, _OVERFETCH * shown) for name in names_in(query))]
 
 
-def names_in(query: str) -> list[str]:
-    """The first :data:`_NAMES` names in ``query`` (:func:`~langgraph_ctx.compression.entities`:
-    proper names, ids, dates, amounts), in order: a pasted page names dozens, and
-    each would cost a search and its candidates."""
-    return sorted(entities(query), key=query.find)[:_NAMES]
-
-
 def _union(found: Sequence[Sequence[ArchiveHit]]) -> list[ArchiveHit]:
     """Each hit once, in the order first found."""
     seen: dict[str, ArchiveHit] = {}
@@ -423,42 +390,6 @@ def _union(found: Sequence[Sequence[ArchiveHit]]) -> list[ArchiveHit]:
         for hit in hits:
             seen.setdefault(hit.message_id, hit)
     return list(seen.values())
-
-
-def select(
-    warm: SessionSummary | None,
-    items: Sequence[tuple[Line, Item]],
-    budget: int,
-    ctx: CallContext,
-) -> tuple[list[str], list[Item], int]:
-    """Greedy, best first: every line that still fits ``budget`` (calibrated tokens).
-
-    Returns the block's lines, the items chosen and the block's raw token count.
-    Lines are one line each and the block joins them with newlines, a boundary
-    tiktoken's pre-tokenizer never merges across, so each line is counted once
-    (``line + "\\n"``) and the running total is exact; the final count checks it.
-    """
-    apply, count = ctx.session.calibration.apply, ctx.counter.count_text
-    lines: list[str] = []
-    if warm is not None and warm.text.strip():
-        line = _fit(f"- [previous session] {one_line(warm.text)}", budget, ctx)
-        lines += [line] if line else []
-    raw = ctx.counter.count_message(_block(lines))
-    chosen: list[Item] = []
-    for line_of, item in items:
-        # The room left, less a line's own label (about 25 tokens): what a snippet may take.
-        line = line_of(budget - apply(raw) - 25)
-        cost = count(line + "\n")
-        if apply(raw + cost) <= budget:
-            lines.append(line)
-            chosen.append(item)
-            raw += cost
-    raw = ctx.counter.count_message(_block(lines))
-    while chosen and apply(raw) > budget:  # only if the estimator (no tiktoken) is in use
-        chosen.pop()
-        lines.pop()
-        raw = ctx.counter.count_message(_block(lines))
-    return lines, chosen, raw
 
 
 def query_of(view: View) -> str:
@@ -489,47 +420,6 @@ def _asked(human: BaseMessage) -> str:
     if isinstance(content, list) and len(content) > 1 and marks.get(PER_CALL_HEAD):
         return str(human.model_copy(update={"content": content[1:]}).text)
     return str(human.text)
-
-
-def insert_at(messages: Sequence[BaseMessage]) -> int:
-    """After the leading system messages and after the last summary: before the conversation."""
-    i = 0
-    while i < len(messages) and messages[i].type == "system" and not is_ephemeral(messages[i]):
-        i += 1
-    return max(i, last_summary_index(messages) + 1)
-
-
-def _block(lines: Sequence[str]) -> SystemMessage:
-    return SystemMessage(block_text(lines), id="lgctx-recall")
-
-
-def block_text(lines: Sequence[str]) -> str:
-    """The recall block holding ``lines``: a header, one line per item, an end mark."""
-    return "\n".join([_HEADER, *lines, RECALL_END])
-
-
-def block_lines(text: str) -> list[str]:
-    """The item lines of a recall block's text (each item is one line)."""
-    lines = text.split("\n")
-    return lines[1:-1] if len(lines) >= 2 and lines[-1] == RECALL_END else []
-
-
-def _fit(line: str, budget: int, ctx: CallContext) -> str | None:
-    """``line``, or its longest prefix (marked) whose block fits ``budget``; None if none does."""
-
-    def cost(lines: Sequence[str]) -> int:
-        return ctx.session.calibration.apply(ctx.counter.count_message(_block(lines)))
-
-    if cost([line]) <= budget:
-        return line
-    low, high = 0, len(line)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if cost([line[:mid] + " [...]"]) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return line[:low] + " [...]" if low > len("- [previous session] ") else None
 
 
 _FAILED: dict[

@@ -207,6 +207,7 @@ class InMemoryArchive:
         if not check_search(thread_id, query, limit):
             return []
         scope = (thread_id, namespace)
+        meaning: set[str] = set()
         if self._vectors is None or within:
             # ``within`` names what the passage must hold: words decide that, not meaning.
             found = self._index.search_owners(scope, query, limit=limit, within=within)
@@ -214,11 +215,9 @@ class InMemoryArchive:
             # Each list deeper than ``limit``: a text second in one and absent from the
             # other's first ``limit`` can still be among the fused first.
             depth = max(limit, _FUSED_DEPTH)
-            found = fuse(
-                self._index.search_owners(scope, query, limit=depth),
-                self._vectors.search_owners(scope, query, limit=depth),
-                limit=limit,
-            )
+            near = self._vectors.search_owners(scope, query, limit=depth)
+            meaning = {owner for owner, _, _ in near}
+            found = fuse(self._index.search_owners(scope, query, limit=depth), near, limit=limit)
         with self._lock:
             rows = self._rows.get(scope, {})
             kept = [(key, rows[key], score, passage) for key, score, passage in found]
@@ -227,7 +226,7 @@ class InMemoryArchive:
             text = r.passages[int(passage.split(":", 1)[0])]  # the key is "ordinal:id"
             message = r.message.model_copy(deep=True)
             hits.append((key, r.position, r.reason, r.archived_at, message, score, text))
-        return build_hits(hits)
+        return build_hits(hits, meaning)
 
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
     asearch = in_thread(search)

@@ -8,7 +8,7 @@ the same whatever the backend and the words indexed are the same.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +57,10 @@ class ArchiveHit:
     passage: str = ""
     """Its passage that matched the query best (a sentence or line of ``text``, see
     :func:`message_passages`): what ranked it."""
+    by_meaning: bool = False
+    """A hybrid search's vector side found it (among the first of its ranking, words
+    or not): its place is the store's fused rank, which recall keeps rather than
+    re-rank it by the question's words (it may share none)."""
 
 
 def searchable_text(message: BaseMessage) -> str:
@@ -122,9 +126,10 @@ Found = tuple[str, int, str, float, BaseMessage, float, str]
 best passage)."""
 
 
-def build_hits(found: Sequence[Found]) -> list[ArchiveHit]:
+def build_hits(found: Sequence[Found], by_meaning: Collection[str] = ()) -> list[ArchiveHit]:
     """Hits in the order found, scores divided by the best one (each backend's engine
-    scores on its own scale; scaled, hits read the same way whatever the backend)."""
+    scores on its own scale; scaled, hits read the same way whatever the backend).
+    ``by_meaning``: the message ids a hybrid search's vector side found."""
     top = max((f[5] for f in found), default=0.0)
     return [
         ArchiveHit(
@@ -137,6 +142,7 @@ def build_hits(found: Sequence[Found]) -> list[ArchiveHit]:
             reason=reason,
             message=message,
             passage=passage,
+            by_meaning=mid in by_meaning,
         )
         for mid, position, reason, archived_at, message, score, passage in found
     ]
