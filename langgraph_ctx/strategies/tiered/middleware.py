@@ -55,7 +55,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx import ledger
-from langgraph_ctx._checks import check_bool, check_has, check_int, check_number, check_timeout
+from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression.ceiling import compact_tool_result
 from langgraph_ctx.compression.summarizers import (
     ChatModelSummarizer,
@@ -70,9 +70,10 @@ from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.base import RewritingStrategy
 from langgraph_ctx.strategies.tiered.ceiling import enforce_ceiling
-from langgraph_ctx.strategies.tiered.planner import DEFAULT_TARGET as _DEFAULT_TARGET
 from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
 from langgraph_ctx.strategies.tiered.prepared import prepare_ahead, take_prepared
+from langgraph_ctx.strategies.tiered.settings import DEFAULT_TARGET as _DEFAULT_TARGET
+from langgraph_ctx.strategies.tiered.settings import TieredSettings
 from langgraph_ctx.strategies.tiered.summaries import (
     collecting_fallbacks,
     fit_text,
@@ -96,6 +97,7 @@ class TieredCompression(RewritingStrategy):
         *,
         summarizer: Summarizer | BaseChatModel | None = None,
         archive: MessageArchive | None = None,
+        settings: TieredSettings | None = None,
         target_utilization: float = DEFAULT_TARGET,
         min_protected_turns: int = 3,
         protected_share: float = 0.5,
@@ -115,89 +117,19 @@ class TieredCompression(RewritingStrategy):
                 one) wrapped in :class:`ChatModelSummarizer` with the extractive
                 summarizer as fallback. Default: extractive, offline.
             archive: where removed messages go. Default: in-process.
-            target_utilization: how far down a compression goes, as a share of
-                the messages' room: the red line (capped by the prompt limit)
-                minus what the system prompt, tools and auxiliary content use
-                now. Relative to that room rather than to the whole window, so
-                that a large pinned system prompt or many tool schemas do not
-                squeeze the messages to a sliver of their budget, and so that
-                after any compression the next one is ``1 - target`` of the
-                room away. The trigger is unchanged: the red zone, or messages
-                over their allocation.
-            min_protected_turns: the protected window's floor, in turns.
-            protected_share: cap of the protected window, as a share of the
-                nominal message allocation (and never more than leaves the
-                summaries their room under the target).
-            expected_ratio: the compression ratio to plan with; a new summary
-                layer gets ``span / expected_ratio`` tokens, within
-                ``summary_tokens`` and the summary cap.
-            summary_tokens: ``(low, high)``: bounds of any one summary.
-            max_summary_layers: more summaries than this are consolidated.
-            max_summary_share: the summaries' cap, as a share of the nominal
-                message allocation: above it they are consolidated into one
-                meta-summary written to at most this cap (and to the room left
-                under the target), so summaries never grow to fill the budget.
+            settings: every setting below at once (:class:`TieredSettings`, the
+                place each is documented and checked); the keywords below are the
+                same fields one by one: give one or the other.
+            target_utilization, min_protected_turns, protected_share,
+                expected_ratio, summary_tokens, max_summary_layers,
+                max_summary_share, summarizer_timeout, prepare_ahead,
+                prepare_headroom: :class:`TieredSettings`' fields.
             pin_task: keep the session's first user message verbatim.
-            summarizer_timeout: for a chat-model summarizer, seconds.
-            prepare_ahead: in the yellow zone, summarize the span the next
-                compression will remove in the background (a task on the running
-                loop for a model summarizer under ``ainvoke``, else a thread of
-                the package's small pool), so that crossing the red line does not
-                wait for the summarizer.
-            prepare_headroom: the span prepared ahead is planned for messages
-                this share of the red line above it. Default 0: planned for the
-                red line itself, so it compresses what the synchronous path
-                would, less the turn that crosses the line (a span short by
-                that much is still applied: ``prepared: short``). A larger
-                headroom covers that turn too, but compresses more than the
-                synchronous path would.
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if summarizer is not None and not isinstance(summarizer, BaseChatModel):
             check_has("summarizer", summarizer, ("summarize", "asummarize"), "a Summarizer")
-        check_number("expected_ratio", expected_ratio)
-        check_int("min_protected_turns", min_protected_turns)
-        check_int("max_summary_layers", max_summary_layers)
-        check_bool("prepare_ahead", prepare_ahead)
-        check_number("prepare_headroom", prepare_headroom)
-        check_timeout("summarizer_timeout", summarizer_timeout)
-        if not (isinstance(summary_tokens, tuple) and len(summary_tokens) == 2):
-            raise ConfigurationError(
-                "summary_tokens", f"expected a (low, high) pair, got {summary_tokens!r}"
-            )
-        for bound in summary_tokens:
-            check_int("summary_tokens", bound)
-        _check_share("target_utilization", target_utilization)
-        _check_share("protected_share", protected_share)
-        _check_share("max_summary_share", max_summary_share)
-        if min_protected_turns < 1:
-            raise ConfigurationError(
-                "min_protected_turns", f"must be >= 1, got {min_protected_turns}"
-            )
-        if expected_ratio < 1:
-            raise ConfigurationError("expected_ratio", f"must be >= 1, got {expected_ratio}")
-        if not 0 < summary_tokens[0] <= summary_tokens[1]:
-            raise ConfigurationError(
-                "summary_tokens", f"need 0 < low <= high, got {summary_tokens}"
-            )
-        if max_summary_layers < 1:
-            raise ConfigurationError(
-                "max_summary_layers", f"must be >= 1, got {max_summary_layers}"
-            )
-        if not 0.0 <= prepare_headroom < 1.0:
-            raise ConfigurationError(
-                "prepare_headroom", f"must be in [0, 1), got {prepare_headroom}"
-            )
-        if isinstance(summarizer, BaseChatModel):
-            summarizer = ChatModelSummarizer(
-                summarizer, timeout=summarizer_timeout, on_fallback=note_fallback
-            )
-        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
-        self._own_summarizer = summarizer is None
-        self.compactor = ExtractiveSummarizer()
-        """Writes the digests of compacted tool results (offline, whatever the summarizer)."""
-        self.prepare_ahead = prepare_ahead
-        self.planner = TierPlanner(
+        given = TieredSettings(
             target_utilization=target_utilization,
             min_protected_turns=min_protected_turns,
             protected_share=protected_share,
@@ -205,44 +137,68 @@ class TieredCompression(RewritingStrategy):
             summary_tokens=summary_tokens,
             max_summary_layers=max_summary_layers,
             max_summary_share=max_summary_share,
+            summarizer_timeout=summarizer_timeout,
+            prepare_ahead=prepare_ahead,
             prepare_headroom=prepare_headroom,
-            pin_task=self.pin_task,
         )
-        """What to compress and to which goal: the settings above, fixed at construction."""
+        if settings is not None:
+            check_instance("settings", settings, TieredSettings, "TieredSettings(...)")
+            if given != TieredSettings():
+                raise ConfigurationError(
+                    "settings", "give settings= or its fields as keywords, not both"
+                )
+            given = settings
+        self.settings = given
+        """What to compress, to which goal, and how summaries are made: fixed at
+        construction (the planner reads it; the properties below show its fields)."""
+        if isinstance(summarizer, BaseChatModel):
+            summarizer = ChatModelSummarizer(
+                summarizer, timeout=given.summarizer_timeout, on_fallback=note_fallback
+            )
+        self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
+        self._own_summarizer = summarizer is None
+        self.compactor = ExtractiveSummarizer()
+        """Writes the digests of compacted tool results (offline, whatever the summarizer)."""
+        self.planner = TierPlanner(given, pin_task=self.pin_task)
+        """What to compress and to which goal, by :attr:`settings`."""
 
-    # The planner's settings, read-only (as the constructor documents them).
+    # The settings, read-only (as TieredSettings documents them).
 
     @property
     def target_utilization(self) -> float:
-        return self.planner.target_utilization
+        return self.settings.target_utilization
 
     @property
     def min_protected_turns(self) -> int:
-        return self.planner.min_protected_turns
+        return self.settings.min_protected_turns
 
     @property
     def protected_share(self) -> float:
-        return self.planner.protected_share
+        return self.settings.protected_share
 
     @property
     def expected_ratio(self) -> float:
-        return self.planner.expected_ratio
+        return self.settings.expected_ratio
 
     @property
     def summary_tokens(self) -> tuple[int, int]:
-        return self.planner.summary_tokens
+        return self.settings.summary_tokens
 
     @property
     def max_summary_layers(self) -> int:
-        return self.planner.max_summary_layers
+        return self.settings.max_summary_layers
 
     @property
     def max_summary_share(self) -> float:
-        return self.planner.max_summary_share
+        return self.settings.max_summary_share
 
     @property
     def prepare_headroom(self) -> float:
-        return self.planner.prepare_headroom
+        return self.settings.prepare_headroom
+
+    @property
+    def prepare_ahead(self) -> bool:
+        return self.settings.prepare_ahead
 
     # -- the middleware ----------------------------------------------------
 
@@ -395,9 +351,3 @@ def _release_kept_recall(ctx: CallContext) -> None:
     ctx.session.reserved.clear()
     if raw and ctx.usage is not None:
         ctx.adjust_usage("system", -raw)
-
-
-def _check_share(field: str, value: float) -> None:
-    check_number(field, value)
-    if not 0.0 < value < 1.0:
-        raise ConfigurationError(field, f"must be between 0 and 1, got {value}")

@@ -23,12 +23,11 @@ from langgraph_ctx.history.structure import Plan, Tiers, plan_compression, split
 from langgraph_ctx.markers import is_compacted, is_summary
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies.recall_room import kept_recall, recall_share, without_recall
+from langgraph_ctx.strategies.tiered.settings import DEFAULT_TARGET, TieredSettings
 from langgraph_ctx.strategies.tiered.summaries import next_seq
 
 logger = logging.getLogger("langgraph_ctx.compression")
 
-DEFAULT_TARGET = 0.7
-"""``target_utilization`` by default: the next compression a third of the room away."""
 COMPACT_MIN_TOKENS = 200
 """Tool results smaller than this are never compacted: too little to gain."""
 
@@ -66,17 +65,9 @@ class Work:
 
 @dataclass(frozen=True, slots=True)
 class TierPlanner:
-    """The planning settings of :class:`TieredCompression` (its constructor documents
-    each), and the plan they give for one call."""
+    """The plan tiered compression's :class:`TieredSettings` give for one call."""
 
-    target_utilization: float
-    min_protected_turns: int
-    protected_share: float
-    expected_ratio: float
-    summary_tokens: tuple[int, int]
-    max_summary_layers: int
-    max_summary_share: float
-    prepare_headroom: float
+    settings: TieredSettings
     pin_task: bool
 
     def decide(self, view: View, ctx: CallContext, *, ahead: bool = False) -> Work | None:
@@ -103,22 +94,22 @@ class TierPlanner:
         line, goal = self.line_and_goal(tiers, ctx)  # messages at the red line, and after
         pinned = sum(count(m) for m in tiers.pinned if m.type != "system")
         existing = sum(count(m) for m in tiers.summaries)
-        low = self.summary_tokens[0]
+        low = self.settings.summary_tokens[0]
         cap = self.summary_cap(ctx, calibration)
         used = int(report.used.get("messages", 0) / calibration)
         if ahead:  # as if at the red line (plus any headroom)
-            used = max(used, line) + int(self.prepare_headroom * line)
+            used = max(used, line) + int(self.settings.prepare_headroom * line)
         plan = plan_compression(
             messages,
             count,
             free_tokens=max(used - goal, 1),
-            expected_ratio=self.expected_ratio,
-            min_turns=self.min_protected_turns,
+            expected_ratio=self.settings.expected_ratio,
+            min_turns=self.settings.min_protected_turns,
             # The nominal allocation, not the rebalanced one: rebalancing grows
             # with usage, and the cap must not. Nor may the protected window
             # take the room the summaries need to meet the goal.
             max_protected_tokens=min(
-                int(self.protected_share * ctx.budget.messages / calibration),
+                int(self.settings.protected_share * ctx.budget.messages / calibration),
                 max(0, goal - pinned - cap),
             ),
             pin_task=self.pin_task,
@@ -139,7 +130,7 @@ class TierPlanner:
         # With the partners a pin only drags along (a pin keeps a pair whole, not
         # its other results verbatim: see the tiers).
         loose = [m for m in tiers.dragged if isinstance(m, ToolMessage)]
-        compact = compactions([*loose, *plan.keep], count, excess, self.expected_ratio)
+        compact = compactions([*loose, *plan.keep], count, excess, self.settings.expected_ratio)
         kept -= sum(count(m) - size for m, size in compact)
         if not plan.compress:
             if not compact:
@@ -164,9 +155,11 @@ class TierPlanner:
                 f"pinned messages and the protected window alone exceed the compression "
                 f"target ({goal} tokens of messages), so compression runs on every call",
             )
-        layer = min(cap, max(low, int(span / self.expected_ratio)))
+        layer = min(cap, max(low, int(span / self.settings.expected_ratio)))
         summaries = plan.tiers.summaries
-        if len(summaries) + 1 > self.max_summary_layers or existing + layer > max(room, low):
+        if len(summaries) + 1 > self.settings.max_summary_layers or existing + layer > max(
+            room, low
+        ):
             # Consolidate: the earlier layers and the new span in one call, written
             # to the cap (or what the goal leaves), never to the budget's full size.
             return Work(
@@ -186,11 +179,11 @@ class TierPlanner:
         calibration = max(report.calibration, 1e-6)
         count = ctx.session.cache.count_of
         line = int(messages_room(report, ctx.budget, recall_share(ctx)) / calibration)
-        protect = int(self.protected_share * ctx.budget.messages / calibration)
+        protect = int(self.settings.protected_share * ctx.budget.messages / calibration)
         keep = sum(count(m) for m in tiers.pinned if m.type != "system")
         keep += self.summary_cap(ctx, calibration)
-        keep += latest_turns(tiers.rest, self.min_protected_turns, protect, count)
-        goal = int(self.target_utilization * line)
+        keep += latest_turns(tiers.rest, self.settings.min_protected_turns, protect, count)
+        goal = int(self.settings.target_utilization * line)
         if keep < line:
             return line, max(goal, keep)
         # Past the line (tool-heavy turns at a small window, or pinned content
@@ -202,8 +195,8 @@ class TierPlanner:
     def summary_cap(self, ctx: CallContext, calibration: float) -> int:
         """Raw tokens a summary may take: ``max_summary_share`` of the messages'
         allocation, within ``summary_tokens``."""
-        low, high = self.summary_tokens
-        share = int(self.max_summary_share * ctx.budget.messages / calibration)
+        low, high = self.settings.summary_tokens
+        share = int(self.settings.max_summary_share * ctx.budget.messages / calibration)
         return max(low, min(high, share))
 
 
