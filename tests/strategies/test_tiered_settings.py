@@ -63,3 +63,11 @@ def test_settings_cannot_change_after_construction() -> None:
     compression = TieredCompression()
     with pytest.raises(dataclasses.FrozenInstanceError):
         compression.settings.target_utilization = 0.2  # type: ignore[misc]
+    # Each field is shown on the middleware, read-only: a copy set there would not
+    # reach the planner, which reads the settings.
+    for field in dataclasses.fields(TieredSettings):
+        if field.name != "summarizer_timeout":
+            assert getattr(compression, field.name) == getattr(compression.settings, field.name)
+    with pytest.raises(AttributeError, match="read-only"):
+        compression.target_utilization = 0.2
+    assert compression.planner.settings.target_utilization == TieredSettings().target_utilization

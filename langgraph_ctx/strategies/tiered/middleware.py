@@ -73,7 +73,7 @@ from langgraph_ctx.strategies.tiered.ceiling import enforce_ceiling
 from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
 from langgraph_ctx.strategies.tiered.prepared import prepare_ahead, take_prepared
 from langgraph_ctx.strategies.tiered.settings import DEFAULT_TARGET as _DEFAULT_TARGET
-from langgraph_ctx.strategies.tiered.settings import TieredSettings
+from langgraph_ctx.strategies.tiered.settings import Shown, TieredSettings
 from langgraph_ctx.strategies.tiered.summaries import (
     collecting_fallbacks,
     fit_text,
@@ -162,43 +162,16 @@ class TieredCompression(RewritingStrategy):
         self.planner = TierPlanner(given, pin_task=self.pin_task)
         """What to compress and to which goal, by :attr:`settings`."""
 
-    # The settings, read-only (as TieredSettings documents them).
-
-    @property
-    def target_utilization(self) -> float:
-        return self.settings.target_utilization
-
-    @property
-    def min_protected_turns(self) -> int:
-        return self.settings.min_protected_turns
-
-    @property
-    def protected_share(self) -> float:
-        return self.settings.protected_share
-
-    @property
-    def expected_ratio(self) -> float:
-        return self.settings.expected_ratio
-
-    @property
-    def summary_tokens(self) -> tuple[int, int]:
-        return self.settings.summary_tokens
-
-    @property
-    def max_summary_layers(self) -> int:
-        return self.settings.max_summary_layers
-
-    @property
-    def max_summary_share(self) -> float:
-        return self.settings.max_summary_share
-
-    @property
-    def prepare_headroom(self) -> float:
-        return self.settings.prepare_headroom
-
-    @property
-    def prepare_ahead(self) -> bool:
-        return self.settings.prepare_ahead
+    # The settings' fields, read-only (TieredSettings documents them).
+    target_utilization = Shown[float]()
+    min_protected_turns = Shown[int]()
+    protected_share = Shown[float]()
+    expected_ratio = Shown[float]()
+    summary_tokens = Shown[tuple[int, int]]()
+    max_summary_layers = Shown[int]()
+    max_summary_share = Shown[float]()
+    prepare_headroom = Shown[float]()
+    prepare_ahead = Shown[bool]()
 
     # -- the middleware ----------------------------------------------------
 

@@ -5,9 +5,12 @@ takes them as keywords or as ``settings=``, and the planner reads them from here
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from langgraph_ctx._checks import check_bool, check_int, check_number, check_timeout
 from langgraph_ctx.errors import ConfigurationError
+
+T = TypeVar("T")
 
 DEFAULT_TARGET = 0.7
 """``target_utilization`` by default: the next compression a third of the room away."""
@@ -96,3 +99,25 @@ def _check_share(field: str, value: float) -> None:
     check_number(field, value)
     if not 0.0 < value < 1.0:
         raise ConfigurationError(field, f"must be between 0 and 1, got {value}")
+
+
+class Shown(Generic[T]):
+    """One field of its owner's ``settings``, read-only on the owner
+    (``compression.target_utilization``): what the middleware was built with, with
+    no second copy that could drift from the one the planner reads."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> Shown[T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> T: ...
+    def __get__(self, obj: object, owner: type) -> Shown[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.settings, self.name)  # type: ignore[attr-defined]
+        return value
+
+    def __set__(self, obj: Any, value: T) -> NoReturn:
+        raise AttributeError(f"{self.name} is read-only: it is a field of the settings")
