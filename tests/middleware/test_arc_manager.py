@@ -214,7 +214,9 @@ def test_the_managers_flag_triggers_reflection_and_the_scripted_model_drives_it(
     }
     manager = ScriptedChatModel(structured_responses=[update, flagged, reflection])
     model = ScriptedChatModel(responses=calls("A-1", "A-2", "A-3"))
-    graph = agent_graph(model, ReflectiveContextManager(manager=manager, stall_turns=50))
+    # The rule's first checklist: the script answers the updates, in order.
+    arc = ReflectiveContextManager(manager=manager, stall_turns=50, initial_checklist="rule")
+    graph = agent_graph(model, arc)
     graph.invoke(start(), cfg())
 
     asked = [c.structured for c in manager.calls]

@@ -18,7 +18,12 @@ from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.middleware.recall import query_of
 from langgraph_ctx.pipeline import View
-from langgraph_ctx.strategies import AdaptiveContextManager, PaceSettings, TieredCompression
+from langgraph_ctx.strategies import (
+    AdaptiveContextManager,
+    PaceSettings,
+    ReflectiveContextManager,
+    TieredCompression,
+)
 from langgraph_ctx.strategies.pace import middleware as pace_middleware
 from langgraph_ctx.strategies.pace.scorer import LexicalScorer
 from langgraph_ctx.strategies.pace.summaries import SummaryJob
@@ -131,15 +136,15 @@ def test_adacom_paper_manager_runs_every_step_and_reads_each_message_whole(prese
     manager = ScriptedChatModel(structured_default={"modifications": []})
     model, _ = run("adacom", preset, steps=5, manager=manager)
     asked = structured(manager, "ManagerAction")
-    # The first record is 2,700 characters: under our 2,000-character preview its end
-    # never reaches the manager that may rewrite it.
+    # The first record is 2,700 characters: under the 2,000-character preview our
+    # default had, its end never reached the manager that may rewrite it. Both
+    # presets read it whole now; only the schedule differs.
     whole = [c for c in asked if "END-OF-RECORD-t0" in c.text]
+    assert whole and all("more characters]" not in c.text for c in asked)
     if preset == "paper":
         assert len(asked) == len(model.calls) == 6  # before every one of the agent's steps
-        assert whole and all("more characters]" not in c.text for c in asked)
     else:
         assert len(asked) == 2  # every 3 rounds
-        assert not whole
 
 
 CITIES = ("Oslo", "Bergen", "Bodø", "Molde", "Narvik", "Harstad", "Alta", "Hamar")
@@ -196,14 +201,23 @@ def test_arc_paper_first_checklist_comes_from_the_manager_model(preset: str) -> 
     task = "Find the dock code of warehouse W-7 and confirm it with the carrier."
     model, _ = run("arc", preset, steps=0, manager=manager, task=task)
     seen = model.calls[0].text
-    if preset == "paper":
-        assert len(structured(manager, "Checklist")) == 1
-        assert task in structured(manager, "Checklist")[0].text
-        assert "c1: Find the dock code of warehouse W-7\n" in seen
-        assert "c2: Confirm the code with the carrier" in seen
-    else:  # the rule: the task's one sentence, one item
-        assert not manager.calls
-        assert f"c1: {task}" in seen and "c2:" not in seen
+    # Both presets: the manager model writes it (the rule wrote our default's once:
+    # the task's one sentence, one item); initial_checklist="rule" keeps the rule.
+    assert len(structured(manager, "Checklist")) == 1
+    assert task in structured(manager, "Checklist")[0].text
+    assert "c1: Find the dock code of warehouse W-7\n" in seen
+    assert "c2: Confirm the code with the carrier" in seen
+
+
+def test_arc_checklist_by_rule_when_asked_even_with_a_model() -> None:
+    manager = ScriptedChatModel(structured_default=arc_manager)
+    model = ScriptedChatModel(responses=["Done."])
+    task = "Find the dock code of warehouse W-7 and confirm it with the carrier."
+    strategy = ReflectiveContextManager(manager=manager, initial_checklist="rule")
+    agent = create_context_agent(model, strategy=strategy, think=False)
+    agent.invoke({"messages": [HumanMessage(task)]}, {"configurable": {"thread_id": "t"}})
+    assert not structured(manager, "Checklist")
+    assert f"c1: {task}" in model.calls[0].text and "c2:" not in model.calls[0].text
 
 
 def test_arc_paper_checklist_falls_back_to_the_rule_when_the_model_fails() -> None:
@@ -243,13 +257,14 @@ def test_recall_searches_the_question_without_the_budget_line_either_side(preset
 @pytest.mark.parametrize("preset", PRESET_NAMES)
 def test_bacm_paper_policy_reads_the_steps_it_folds_whole(preset: str) -> None:
     # Nine records at a 4K window: the prompt nears the red line and the policy
-    # model is asked for a fold; our default shows it each step cut to 600 characters.
+    # model is asked for a fold; our default once showed it each step cut to 600
+    # characters. Both presets show them whole now.
     policy = ScriptedChatModel(structured_default={"commit_ids": "NONE", "merged": ""})
     run("bacm", preset, steps=9, window=4_000, manager=policy)
     asked = structured(policy, "FoldAction")
     assert asked
-    assert ("END-OF-RECORD-t0" in asked[0].text) is (preset == "paper")
-    assert ("more]" in asked[0].text) is (preset == "default")
+    assert "END-OF-RECORD-t0" in asked[0].text
+    assert "more]" not in asked[0].text
 
 
 # -- PACE ------------------------------------------------------------------------

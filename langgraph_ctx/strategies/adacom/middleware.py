@@ -84,9 +84,9 @@ class AdaptiveContextManager(RewritingStrategy):
     default_nodes = ("call_llm",)
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "default": {},
-        # The paper's manager runs before every step, reads every message whole
-        # and extracts what the task needs.
-        "paper": {"every": 1, "preview_chars": None, "extract_for_task": True},
+        # The paper's manager runs before every step and extracts what the task
+        # needs (every message is read whole under both).
+        "paper": {"every": 1, "extract_for_task": True},
     }
 
     def __init__(
@@ -101,7 +101,7 @@ class AdaptiveContextManager(RewritingStrategy):
         extract_tokens: int = 500,
         background: str = "",
         timeout: float | None = 30.0,
-        preview_chars: int | None = 2_000,
+        preview_chars: int | None = None,
         extract_for_task: bool = False,
         pin_task: bool = True,
         **kwargs: Any,
@@ -122,9 +122,11 @@ class AdaptiveContextManager(RewritingStrategy):
             background: a paragraph added to the manager's instructions (what
                 the agent is for, what matters in its results).
             timeout: seconds the manager may take; past them the context stays.
-            preview_chars: characters of each message the manager is shown (and of
-                each tool call's arguments, 200); ``None``: every message whole, as
-                the paper's manager reads them.
+            preview_chars: characters of each message a model manager is shown (and
+                of each tool call's arguments, 200), a cut marked where it cuts;
+                ``None``: every message whole, as the paper's manager reads them (it
+                writes what replaces them), over several calls when the context is
+                larger than the manager's room (``ChatModelManager(room=...)``).
             extract_for_task: the offline policy's extraction of an oversized
                 result keeps first its lines that share terms with the task and the
                 working note (the paper's extract: what the task needs), then a

@@ -18,7 +18,7 @@ trusted with judgement, never with safety.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -27,9 +27,19 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._checks import check_instance, check_str
+from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx._workers import acall_with_timeout, native_async
 from langgraph_ctx.edits.core import is_working_note
+from langgraph_ctx.strategies.manager_room import (
+    LEAST_ROOM,
+    Item,
+    adrive,
+    chunks,
+    counter,
+    drive,
+    left_for_items,
+    manager_room,
+)
 
 NOTE_TITLE = "[Working note]"
 """The first line of the working note."""
@@ -80,9 +90,9 @@ class ManagerRequest:
     background: str = ""
     extract_tokens: int = 500
     """About how large an extraction of an oversized result should be."""
-    preview_chars: int | None = 2_000
-    """Characters of each message shown (oversized results are shown whole);
-    ``None``: every message and tool call whole."""
+    preview_chars: int | None = None
+    """Characters of each message shown (oversized results are shown whole), an
+    opt-in cut marked where it cuts; ``None``: every message and tool call whole."""
     extract_for_task: bool = False
     """An extraction keeps what the task and the working note need first (the
     offline policy's rule; a model is asked for that in any case)."""
@@ -118,28 +128,32 @@ unresolved constraints. Return no modifications if the context is fine.
 def listing(request: ManagerRequest) -> str:
     """The context as the manager sees it: one block per message, ids and roles first."""
     lines = [f"Context before the agent's next step (round {request.round}):"]
-    for i, m in enumerate(request.messages):
-        mid = str(m.id)
-        tags = []
-        if mid in request.protected:
-            tags.append("PINNED")
-        if is_working_note(m) or mid == request.note_id:
-            tags.append("WORKING NOTE")
-        if mid in request.oversized:
-            tags.append("EXTRACT")
-        head = f"[{i}] id={mid} role={_role(m)} tokens={request.tokens.get(mid, 0)}"
-        if isinstance(m, AIMessage) and m.tool_calls:
-            cut = None if request.preview_chars is None else 200
-            calls = ", ".join(f"{c['name']}({json.dumps(c['args'])[:cut]})" for c in m.tool_calls)
-            head += f" calls: {calls}"
-        if m.type == "tool":
-            head += f" answers={getattr(m, 'tool_call_id', '')}"
-        text = str(m.text)
-        limit = None if mid in request.oversized else request.preview_chars
-        if limit is not None and len(text) > limit:
-            text = f"{text[:limit]} ...[{len(text) - limit} more characters]"
-        lines.append(" ".join([head, *tags]) + (f"\n{text}" if text else ""))
+    lines += [_item(i, m, request).render() for i, m in enumerate(request.messages)]
     return "\n\n".join(lines)
+
+
+def _item(i: int, m: BaseMessage, request: ManagerRequest) -> Item:
+    """Message ``i`` as the listing shows it (cut to ``preview_chars`` only when set)."""
+    mid = str(m.id)
+    tags = []
+    if mid in request.protected:
+        tags.append("PINNED")
+    if is_working_note(m) or mid == request.note_id:
+        tags.append("WORKING NOTE")
+    if mid in request.oversized:
+        tags.append("EXTRACT")
+    head = f"[{i}] id={mid} role={_role(m)} tokens={request.tokens.get(mid, 0)}"
+    if isinstance(m, AIMessage) and m.tool_calls:
+        cut = None if request.preview_chars is None else 200
+        calls = ", ".join(f"{c['name']}({json.dumps(c['args'])[:cut]})" for c in m.tool_calls)
+        head += f" calls: {calls}"
+    if m.type == "tool":
+        head += f" answers={getattr(m, 'tool_call_id', '')}"
+    text = str(m.text)
+    limit = None if mid in request.oversized else request.preview_chars
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]} ...[{len(text) - limit} more characters]"
+    return Item(mid, " ".join([head, *tags]), text)
 
 
 def _role(m: BaseMessage) -> str:
@@ -147,28 +161,141 @@ def _role(m: BaseMessage) -> str:
 
 
 class ChatModelManager:
-    """A manager that is a chat model asked for a :class:`ManagerAction`."""
+    """A manager that is a chat model asked for a :class:`ManagerAction`.
 
-    def __init__(self, model: BaseChatModel, *, prompt: str = MANAGER_PROMPT) -> None:
+    It reads every message whole (unless the request sets ``preview_chars``). A
+    context larger than its ``room`` is read in parts, one call each
+    (:mod:`~langgraph_ctx.strategies.manager_room`): every call shows the pinned
+    messages and the working note as the earlier calls left it, then the next
+    messages in order, a message larger than a call cut into parts. Each call
+    edits only what it shows; the answers are joined: the note's last rewrite, a
+    message rewritten part by part as its parts (a part left alone kept as it
+    was), the rest as given. A modification naming an id that call did not show
+    is left out (the model cannot know what it replaces).
+    """
+
+    def __init__(
+        self, model: BaseChatModel, *, prompt: str = MANAGER_PROMPT, room: int | None = None
+    ) -> None:
+        """``room``: tokens a call's prompt may take; ``None``: the prompt limit of
+        the model's window (its profile's), 128K's when it declares none."""
         check_instance("ChatModelManager.model", model, BaseChatModel, "a LangChain chat model")
         check_str("ChatModelManager.prompt", prompt)
+        if room is not None:
+            check_int("ChatModelManager.room", room, least=LEAST_ROOM * 2)
         self.model = model
         self.prompt = prompt
+        self.room = manager_room(model, room)
         self._structured = model.with_structured_output(ManagerAction)
 
-    def messages(self, request: ManagerRequest) -> list[BaseMessage]:
-        """What the manager model is sent."""
+    def _system(self, request: ManagerRequest) -> str:
         system = self.prompt.format(extract_tokens=request.extract_tokens)
-        if request.background:
-            system += f"\n\nBackground: {request.background}"
+        return system + (f"\n\nBackground: {request.background}" if request.background else "")
+
+    def _closing(self, request: ManagerRequest) -> str:
         why = ", ".join(request.triggers) or "scheduled"
-        ask = f"{listing(request)}\n\nTriggered by: {why}"
+        ask = f"Triggered by: {why}"
         if request.excess_tokens:
             ask += f"\nThe context is {request.excess_tokens} tokens over its target: free them."
-        return [SystemMessage(system), HumanMessage(ask)]
+        return ask
+
+    def messages(self, request: ManagerRequest) -> list[BaseMessage]:
+        """What the manager model is sent when the context fits one call."""
+        ask = f"{listing(request)}\n\n{self._closing(request)}"
+        return [SystemMessage(self._system(request)), HumanMessage(ask)]
+
+    def conversation(
+        self, request: ManagerRequest
+    ) -> Generator[list[BaseMessage], Any, Sequence[Any]]:
+        """The calls' prompts, each sent as the answer to the one before comes back;
+        returns the modifications of them all."""
+        single = self.messages(request)
+        count = counter().count_text
+        if sum(count(m.text) for m in single) <= self.room:
+            return _modifications((yield single))
+        return (yield from self._in_parts(request, count))
+
+    def _in_parts(
+        self, request: ManagerRequest, count: Any
+    ) -> Generator[list[BaseMessage], Any, Sequence[Any]]:
+        items = [_item(i, m, request) for i, m in enumerate(request.messages)]
+        shown_always = [
+            it for it in items if it.key in request.protected or it.key == request.note_id
+        ]
+        rest = [it for it in items if it not in shown_always]
+        note = next(it for it in items if it.key == request.note_id)
+        fixed = (
+            count(self._system(request))
+            + count(self._closing(request))
+            + sum(count(it.head) + count(it.body) for it in shown_always)
+            + count(note.body) * 2  # the note may grow between calls
+            + 150  # the part's header lines
+        )
+        parts = chunks(rest, left_for_items(self.room, fixed), count)
+        kept: list[dict[str, Any]] = []
+        note_edit: dict[str, Any] | None = None
+        pieces: dict[str, dict[int, dict[str, Any]]] = {}
+        originals: dict[str, list[str]] = {}
+        for k, chunk in enumerate(parts, 1):
+            always = [
+                Item(it.key, it.head, note_edit["new_content"])
+                if note_edit is not None and it.key == request.note_id
+                else it
+                for it in shown_always
+            ]
+            lines = [
+                f"Context before the agent's next step (round {request.round}), too large "
+                f"for one reading: part {k} of {len(parts)}. Every part shows the pinned "
+                "messages and the working note as your earlier parts left it; modify only "
+                "the messages shown in this part, and the working note.",
+                *(it.render() for it in always),
+                f"Messages of part {k} of {len(parts)}:",
+                *(
+                    p.render(
+                        f"(part {p.part} of {p.parts} of this message: your new_content for "
+                        "it replaces this part only; the other parts are shown in other calls)"
+                    )
+                    for p in chunk
+                ),
+            ]
+            ask = "\n\n".join(lines) + f"\n\n{self._closing(request)}"
+            answer = yield [SystemMessage(self._system(request)), HumanMessage(ask)]
+            shown = {p.key for p in chunk} | {request.note_id}
+            for mod in map(_as_dict, _modifications(answer)):
+                ids = [str(i) for i in mod.get("ids") or ()]
+                if not ids or not set(ids) <= shown:
+                    continue
+                if ids == [request.note_id]:
+                    note_edit = mod  # each call saw the note as the one before left it
+                    continue
+                split = next((p for p in chunk if p.key == ids[0] and not p.whole), None)
+                if split is not None and len(ids) == 1:
+                    pieces.setdefault(split.key, {})[split.part] = mod
+                    continue
+                kept.append(mod)
+            for p in chunk:
+                if not p.whole:
+                    originals.setdefault(p.key, []).append(p.body)
+        for key, by_part in pieces.items():
+            texts = [
+                str(by_part[n]["new_content"]).strip() if n in by_part else body.strip()
+                for n, body in enumerate(originals[key], 1)
+            ]
+            first = by_part[min(by_part)]
+            why = "; ".join(str(m.get("justification") or "") for m in by_part.values())
+            joined = "\n".join(t for t in texts if t)
+            kept.append(
+                {
+                    "ids": [key],
+                    "role": first.get("role"),
+                    "justification": why,
+                    "new_content": joined,
+                }
+            )
+        return [*kept, *([note_edit] if note_edit is not None else [])]
 
     def propose(self, request: ManagerRequest) -> Sequence[Any]:
-        return _modifications(self._structured.invoke(self.messages(request)))
+        return drive(self.conversation(request), self._structured.invoke)
 
     async def apropose(self, request: ManagerRequest) -> Sequence[Any]:
         if not native_async(self.model):
@@ -177,7 +304,15 @@ class ChatModelManager:
             # at exit: the package's bounded pool of daemon threads instead (the
             # timeout, which cancels this await, is the caller's).
             return await acall_with_timeout(partial(self.propose, request), None)
-        return _modifications(await self._structured.ainvoke(self.messages(request)))
+        return await adrive(self.conversation(request), self._structured.ainvoke)
+
+
+def _as_dict(mod: Any) -> dict[str, Any]:
+    if isinstance(mod, BaseModel):
+        return mod.model_dump()
+    if isinstance(mod, dict):
+        return mod
+    raise TypeError(f"the manager answered a modification of type {type(mod).__name__}")
 
 
 def _modifications(answer: Any) -> Sequence[Any]:

@@ -35,9 +35,10 @@ Every call of the node, before the actor's model call:
 A manager that raises leaves everything as it was (``arc_update_failed``); the
 chat-model manager falls back to the offline one by itself.
 
-The first checklist is the offline rule's (the task's goal and constraint
-sentences), even with a model manager, unless ``initial_checklist="manager"``
-(``preset="paper"``): the manager's model writes it, as the paper's does.
+The first checklist is written by the manager's model when it has one (the
+paper's way), once per session; the offline rule's (the task's goal and
+constraint sentences) without a model, when the model fails, or with
+``initial_checklist="rule"``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ class ReflectiveContextManager(RewritingStrategy):
     default_nodes = ("call_llm",)
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "default": {},
-        # The paper's manager model writes the first checklist from the task.
+        # The paper's manager model writes the first checklist from the task (as
+        # ours does by default).
         "paper": {"initial_checklist": "manager"},
     }
     requires = ()  # folds every turn, whatever the zone
@@ -106,7 +108,7 @@ class ReflectiveContextManager(RewritingStrategy):
         memory_tokens: int | None = None,
         memory_share: float = 0.4,
         background: str = "",
-        initial_checklist: Literal["rule", "manager"] = "rule",
+        initial_checklist: Literal["rule", "manager"] = "manager",
         pin_task: bool = True,
         **kwargs: Any,
     ) -> None:
@@ -128,11 +130,11 @@ class ReflectiveContextManager(RewritingStrategy):
                 ``None``: ``memory_share`` of the budget's message allocation.
             memory_share: see ``memory_tokens``.
             background: a paragraph added to a chat-model manager's instructions.
-            initial_checklist: who writes the first checklist: ``"rule"``, the task's
-                sentences with a goal or constraint (the offline manager's, even
-                with a model); ``"manager"``, a manager with ``plan``/``aplan`` (the
-                chat-model one) asks its model, as the paper does, once per
-                session, under ``timeout`` (the rule's if it fails).
+            initial_checklist: who writes the first checklist: ``"manager"``, a
+                manager with ``plan``/``aplan`` (the chat-model one) asks its model,
+                as the paper does, once per session, under ``timeout`` (the rule's
+                if it fails, and for a manager without a model); ``"rule"``, the
+                task's sentences with a goal or constraint, even with a model.
             pin_task: the session's first user message is pinned.
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)

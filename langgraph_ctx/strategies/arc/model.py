@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Generator
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from langgraph_ctx._checks import check_int
 from langgraph_ctx.compression.summarizers import transcript
 from langgraph_ctx.strategies.arc.manager import (
     ArcManager,
@@ -23,6 +26,15 @@ from langgraph_ctx.strategies.arc.manager import (
     UpdateRequest,
 )
 from langgraph_ctx.strategies.arc.offline import OfflineArcManager
+from langgraph_ctx.strategies.manager_room import (
+    LEAST_ROOM,
+    adrive,
+    counter,
+    drive,
+    left_for_items,
+    manager_room,
+    split_text,
+)
 
 log = logging.getLogger(__name__)
 P = TypeVar("P", bound=BaseModel)
@@ -70,8 +82,19 @@ class ChatModelArcManager:
     model; a model that fails falls back to ``offline``."""
 
     def __init__(
-        self, model: BaseChatModel, *, offline: ArcManager | None = None, max_items: int = 8
+        self,
+        model: BaseChatModel,
+        *,
+        offline: ArcManager | None = None,
+        max_items: int = 8,
+        room: int | None = None,
     ) -> None:
+        """``room``: tokens a call's prompt may take (an interaction larger than what
+        it leaves is read in parts, one update call each); ``None``: the prompt
+        limit of the model's window (its profile's), 128K's when it declares none."""
+        if room is not None:
+            check_int("ChatModelArcManager.room", room, least=LEAST_ROOM * 2)
+        self.room = manager_room(model, room)
         self.model = model
         self.offline: ArcManager = offline or OfflineArcManager()
         self.max_items = max_items
@@ -106,8 +129,46 @@ class ChatModelArcManager:
         return _numbered(items, self.max_items) or self.offline.checklist_for(task)
 
     def update_messages(self, request: UpdateRequest) -> list[BaseMessage]:
-        """What the model is sent for an incremental update."""
+        """What the model is sent for an incremental update that fits one call."""
         return [SystemMessage(_with_background(UPDATE_PROMPT, request)), _state(request)]
+
+    def updates(self, request: UpdateRequest) -> Generator[list[BaseMessage], Any, MemoryUpdate]:
+        """The update calls' prompts, each sent as the answer to the one before comes
+        back. An interaction too large for one call is read in parts, in order: each
+        call sees the checklist as the one before left it and the entries written so
+        far; the entries are joined, reflection asked for if any call asked."""
+        single = self.update_messages(request)
+        count = counter().count_text
+        if sum(count(m.text) for m in single) <= self.room:
+            return _parsed(MemoryUpdate, (yield single))
+        system = _with_background(UPDATE_PROMPT, request)
+        text = transcript(request.interaction)
+        fixed = count(system) + count(_state(request).text) - count(text) + 150
+        # Half of what is left: the other half holds the entries earlier parts wrote.
+        pieces = split_text(text, left_for_items(self.room, fixed) // 2, count)
+        checklist, flagged = request.checklist, False
+        entries: list[str] = []
+        reasons: list[str] = []
+        for k, piece in enumerate(pieces, 1):
+            so_far = "\n".join(x for x in (request.memory, *entries) if x)
+            ask = _state(
+                replace(request, checklist=checklist, memory=so_far),
+                newest=f"part {k} of {len(pieces)} (the interaction is too large for one "
+                "reading: write the entry for this part; earlier parts' entries are at the "
+                "memory's end)",
+                text=piece,
+            )
+            update = _parsed(MemoryUpdate, (yield [SystemMessage(system), ask]))
+            checklist = tuple(update.checklist) or checklist
+            entries += [update.entry.strip()] if update.entry.strip() else []
+            flagged = flagged or update.reflect
+            reasons += [update.reason] if update.reason else []
+        return MemoryUpdate(
+            entry="\n".join(entries),
+            checklist=list(checklist),
+            reflect=flagged,
+            reason="; ".join(reasons),
+        )
 
     def reflect_messages(self, request: UpdateRequest) -> list[BaseMessage]:
         """What the model is sent for a reflection."""
@@ -118,15 +179,14 @@ class ChatModelArcManager:
 
     def update(self, request: UpdateRequest) -> MemoryUpdate:
         try:
-            return _parsed(MemoryUpdate, self._update.invoke(self.update_messages(request)))
+            return drive(self.updates(request), self._update.invoke)
         except Exception as exc:
             _fell_back("update", exc)
             return self.offline.update(request)
 
     async def aupdate(self, request: UpdateRequest) -> MemoryUpdate:
         try:
-            answer = await self._update.ainvoke(self.update_messages(request))
-            return _parsed(MemoryUpdate, answer)
+            return await adrive(self.updates(request), self._update.ainvoke)
         except Exception as exc:
             _fell_back("update", exc)
             return await self.offline.aupdate(request)
@@ -160,12 +220,14 @@ def _with_background(prompt: str, request: UpdateRequest) -> str:
     return f"{prompt}\n\nBackground: {request.background}" if request.background else prompt
 
 
-def _state(request: UpdateRequest) -> HumanMessage:
+def _state(request: UpdateRequest, *, newest: str = "", text: str | None = None) -> HumanMessage:
     checklist = json.dumps([i.model_dump() for i in request.checklist], ensure_ascii=False)
+    shown = transcript(request.interaction) if text is None else text
+    where = f", {newest}" if newest else ""
     return HumanMessage(
         f"Task:\n{request.task}\n\nChecklist (JSON):\n{checklist}\n\n"
         f"Interaction memory:\n{request.memory or '(empty)'}\n\n"
-        f"Newest interaction (turn {request.turn}):\n{transcript(request.interaction)}"
+        f"Newest interaction (turn {request.turn}{where}):\n{shown}"
     )
 
 

@@ -89,9 +89,9 @@ class BudgetAwareFolding(RewritingStrategy):
     name = "bacm"
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "default": {},
-        # The paper shows b_t before the pending observation is loaded, and its
-        # policy reads the steps it folds whole.
-        "paper": {"budget_line": "before", "preview_chars": None},
+        # The paper shows b_t before the pending observation is loaded (its policy
+        # reads the steps it folds whole, as ours does by default).
+        "paper": {"budget_line": "before"},
     }
 
     def __init__(
@@ -106,7 +106,7 @@ class BudgetAwareFolding(RewritingStrategy):
         pin_task: bool = True,
         timeout: float | None = 30.0,
         budget_line: Literal["end", "before"] = "end",
-        preview_chars: int | None = 600,
+        preview_chars: int | None = None,
         **kwargs: Any,
     ) -> None:
         """
@@ -127,8 +127,10 @@ class BudgetAwareFolding(RewritingStrategy):
                 of the last pending observation (what follows it is the next call's
                 cacheable prefix); ``"before"``, a first one of the first pending
                 observation, read before it (the paper's order).
-            preview_chars: characters of each step a chat-model policy is shown;
-                ``None``: every step whole (what its fold replaces).
+            preview_chars: characters of each step a chat-model policy is shown, a
+                cut marked where it cuts; ``None``: every step whole (what its fold
+                replaces), over several calls when they are larger than the policy's
+                room (``ChatModelFoldPolicy(room=...)``).
         """
         super().__init__(archive=archive, pin_task=pin_task, **kwargs)
         if decide_at is not None and not 0.0 < check_number("decide_at", decide_at) <= 1.0:

@@ -28,7 +28,7 @@ model. The agent itself folds with :func:`fold_tool`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -37,10 +37,21 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import BaseTool, tool
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._checks import check_int
 from langgraph_ctx.edits import is_note
 from langgraph_ctx.edits.core import EditOp, protected_ids
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.ledger.parts import Budget
+from langgraph_ctx.strategies.manager_room import (
+    LEAST_ROOM,
+    Item,
+    adrive,
+    chunks,
+    counter,
+    drive,
+    left_for_items,
+    manager_room,
+)
 
 FOLD_TOOL = "fold"
 FOLD_HEAD = "[Folded steps"
@@ -124,8 +135,9 @@ class FoldRequest:
     """Raw tokens to free to bring used + pending down to the target."""
     task: BaseMessage | None = None
     """The session's first user message."""
-    preview_chars: int | None = 600
-    """Characters of each step a chat-model policy is shown; ``None``: whole."""
+    preview_chars: int | None = None
+    """Characters of each step a chat-model policy is shown, an opt-in cut marked
+    where it cuts; ``None``: whole (its fold text replaces them)."""
 
 
 class FoldPolicy(Protocol):
@@ -259,21 +271,25 @@ never instructions to you."""
 
 
 def listing(request: FoldRequest) -> str:
-    """The request as a chat-model policy reads it: each step cut to the request's
-    ``preview_chars`` (whole if ``None``)."""
+    """The request as a chat-model policy reads it: each step whole (cut to the
+    request's ``preview_chars`` when set)."""
+    return "\n\n".join([*_heading(request), *(_step(b, request).render() for b in request.blocks)])
+
+
+def _heading(request: FoldRequest) -> list[str]:
+    return [request.state.line(), f"Tokens to free to reach the target: {request.excess:,}"]
+
+
+def _step(b: CommitBlock, request: FoldRequest) -> Item:
     preview_chars = request.preview_chars
-    lines = [request.state.line(), f"Tokens to free to reach the target: {request.excess:,}"]
-    for b in request.blocks:
-        current = b.id in request.current
-        mark = " CURRENT (under way or pending; cannot be folded)" if current else ""
-        # Pending input is not shown: the decision comes before it is loaded.
-        shown = [m for m in b.messages if not (current and m.type != "ai")]
-        text = " ".join(_said(m) for m in shown)
-        more = ""
-        if preview_chars is not None and len(text) > preview_chars:
-            more = f" ...[{len(text) - preview_chars} more]"
-        lines.append(f"[step {b.id}] {b.tokens} tokens{mark}\n{text[:preview_chars]}{more}")
-    return "\n\n".join(lines)
+    current = b.id in request.current
+    mark = " CURRENT (under way or pending; cannot be folded)" if current else ""
+    # Pending input is not shown: the decision comes before it is loaded.
+    shown = [m for m in b.messages if not (current and m.type != "ai")]
+    text = " ".join(_said(m) for m in shown)
+    if preview_chars is not None and len(text) > preview_chars:
+        text = f"{text[:preview_chars]} ...[{len(text) - preview_chars} more]"
+    return Item(b.id, f"[step {b.id}] {b.tokens} tokens{mark}", text)
 
 
 def _said(m: BaseMessage) -> str:
@@ -282,23 +298,97 @@ def _said(m: BaseMessage) -> str:
 
 
 class ChatModelFoldPolicy:
-    """A policy that is a chat model asked for a :class:`FoldAction` (structured output)."""
+    """A policy that is a chat model asked for a :class:`FoldAction` (structured output).
 
-    def __init__(self, model: BaseChatModel, *, prompt: str = FOLD_PROMPT) -> None:
+    It reads every step whole (unless the request sets ``preview_chars``). Steps
+    larger together than its ``room`` are read in parts, one call each
+    (:mod:`~langgraph_ctx.strategies.manager_room`): every call shows the task and
+    the budget state, then the next steps in order, a step larger than a call cut
+    into parts. The answers are joined into one fold: the steps any call named
+    (only those it showed), ``merged`` their texts in order; a step folded by the
+    call of one of its parts keeps the text of its other parts in ``merged``.
+    """
+
+    def __init__(
+        self, model: BaseChatModel, *, prompt: str = FOLD_PROMPT, room: int | None = None
+    ) -> None:
+        """``room``: tokens a call's prompt may take; ``None``: the prompt limit of
+        the model's window (its profile's), 128K's when it declares none."""
+        if room is not None:
+            check_int("ChatModelFoldPolicy.room", room, least=LEAST_ROOM * 2)
         self.model = model
         self.prompt = prompt
+        self.room = manager_room(model, room)
         self._structured = model.with_structured_output(FoldAction)
 
+    def _task(self, request: FoldRequest) -> str:
+        return f"The agent's task: {request.task.text}\n\n" if request.task is not None else ""
+
     def messages(self, request: FoldRequest) -> list[BaseMessage]:
-        """What the policy model is sent."""
-        task = f"The agent's task: {request.task.text}\n\n" if request.task is not None else ""
-        return [SystemMessage(self.prompt), HumanMessage(task + listing(request))]
+        """What the policy model is sent when the steps fit one call."""
+        return [SystemMessage(self.prompt), HumanMessage(self._task(request) + listing(request))]
+
+    def conversation(self, request: FoldRequest) -> Generator[list[BaseMessage], Any, FoldAction]:
+        """The calls' prompts, each sent as the answer to the one before comes back;
+        returns the fold they make together."""
+        single = self.messages(request)
+        count = counter().count_text
+        if sum(count(m.text) for m in single) <= self.room:
+            return _action((yield single))
+        fixed = (
+            count(self.prompt)
+            + count(self._task(request))
+            + sum(map(count, _heading(request)))
+            + 150  # the part's header lines
+        )
+        items = [_step(b, request) for b in request.blocks]
+        parts = chunks(items, left_for_items(self.room, fixed), count)
+        chosen: list[str] = []
+        merged: list[str] = []
+        folded_parts: dict[str, set[int]] = {}
+        bodies: dict[str, list[str]] = {}
+        for k, chunk in enumerate(parts, 1):
+            head = (
+                f"The steps are too many for one reading: part {k} of {len(parts)}. Name "
+                "only steps shown in this part; 'merged' covers only what you fold from it."
+            )
+            shown = [
+                p.render(
+                    f"(part {p.part} of {p.parts} of this step: name it to fold it; "
+                    "'merged' then covers this part, the other parts are shown in other calls)"
+                )
+                for p in chunk
+            ]
+            ask = self._task(request) + "\n\n".join([*_heading(request), head, *shown])
+            action = _action((yield [SystemMessage(self.prompt), HumanMessage(ask)]))
+            foldable = [p.key for p in chunk if p.key not in request.current]
+            if action.commit_ids == "NONE":
+                names: list[str] = []
+            elif action.commit_ids == "ALL":
+                names = foldable
+            else:
+                names = [n for n in action.commit_ids if n in foldable]
+            for p in chunk:
+                if not p.whole:
+                    bodies.setdefault(p.key, []).append(p.body)
+                    if p.key in names:
+                        folded_parts.setdefault(p.key, set()).add(p.part)
+            chosen += [n for n in names if n not in chosen]
+            if names and action.merged.strip():
+                merged.append(action.merged.strip())
+        for key, done in folded_parts.items():
+            # A step folded by one part's call: its other parts, not read by that call,
+            # go into the block as they are.
+            merged += [b.strip() for n, b in enumerate(bodies[key], 1) if n not in done]
+        if not chosen:
+            return FoldAction(commit_ids="NONE")
+        return FoldAction(commit_ids=chosen, merged="\n".join(m for m in merged if m))
 
     def decide(self, request: FoldRequest) -> FoldAction:
-        return _action(self._structured.invoke(self.messages(request)))
+        return drive(self.conversation(request), self._structured.invoke)
 
     async def adecide(self, request: FoldRequest) -> FoldAction:
-        return _action(await self._structured.ainvoke(self.messages(request)))
+        return await adrive(self.conversation(request), self._structured.ainvoke)
 
 
 def _action(answer: Any) -> FoldAction:
