@@ -157,7 +157,7 @@ def test_sqlite_migration_indexes_rows_archived_before_it(tmp_path: Path) -> Non
                 for i, (m, d) in enumerate(zip(log, messages_to_dict(log), strict=True))
             ],
         )
-    assert migrate(url).applied_now == (3, 4, 5, 6)
+    assert migrate(url).applied_now == (3, 4, 5, 6, 7)
     with SQLiteArchive(str(tmp_path / "old.db")) as archive:
         assert ids(archive.search("t1", "What was the vessel for SHP-0042?"))[0] == "m3"
         assert archive.list("t1") == log
@@ -174,7 +174,7 @@ def test_postgres_migration_indexes_rows_archived_before_it(
     with PostgresArchive(postgres_db) as archive:
         insert_archived_rows(archive, shipment_log(), [("t1", "")])  # into the 0002 schema
         insert_archived_rows(archive, shipment_log()[:2], [("t2", "")])
-        assert migrate(postgres_db).applied_now == (3, 4, 5, 6)
+        assert migrate(postgres_db).applied_now == (3, 4, 5, 6, 7)
         assert ids(archive.search("t1", "What was the vessel for SHP-0042?"))[0] == "m3"
         assert ids(archive.search("t2", "vessel SHP-0042")) == ["m2"]
         archive.put("t1", [HumanMessage("a new vessel note", id="m9")], reason="x")
@@ -226,7 +226,7 @@ def test_sqlite_migration_cuts_rows_archived_before_passages(tmp_path: Path) -> 
                 for i, (m, d) in enumerate(zip(log, messages_to_dict(log), strict=True))
             ],
         )
-    assert migrate(url).applied_now == (5, 6)
+    assert migrate(url).applied_now == (5, 6, 7)
     with closing(sqlite3.connect(tmp_path / "v4.db")) as conn:
         (count,) = conn.execute("SELECT count(*) FROM lgctx_archive_passages").fetchone()
     assert count == 3 * sum(len(message_passages(m)) for m in log)
@@ -258,7 +258,7 @@ def test_postgres_migration_cuts_rows_archived_before_passages(
     log = pre_passage_log()
     with PostgresArchive(postgres_db) as archive:
         insert_archived_rows(archive, log, [("t1", ""), ("t1", "sub"), ("t2", "")])
-        assert migrate(postgres_db).applied_now == (5, 6)
+        assert migrate(postgres_db).applied_now == (5, 6, 7)
         (row,) = archive._read("SELECT count(*) AS n FROM lgctx_archive_passages", ())
         assert row["n"] == 3 * sum(len(message_passages(m)) for m in log)
         check_upgraded(archive, log)

@@ -59,6 +59,7 @@ def test_shipped_migrations_pair_up_across_dialects() -> None:
             "0004_memory_index",
             "0005_archive_passages",
             "0006_stemmed_search",
+            "0007_archive_vectors",
         ]
     )
     assert all(len(m.checksum) == 64 for m in postgres + sqlite)

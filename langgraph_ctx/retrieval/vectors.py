@@ -35,7 +35,7 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, Owned
 from langgraph_ctx.retrieval.maxscore import check_limit
 
-__all__ = ["RRF_K", "VectorIndex", "check_embeddings", "fuse"]
+__all__ = ["FUSED_DEPTH", "RRF_K", "VectorIndex", "check_embeddings", "fuse"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,11 @@ RRF_K = 60
 """Reciprocal-rank fusion's constant (Cormack et al., 2009): large enough that the
 first few places of either list count about alike, so one list alone cannot bury a
 text the other ranks near its top."""
+
+FUSED_DEPTH = 20
+"""How many of each ranking a hybrid search fuses, at least: each list deeper than the
+``limit`` asked for, so a text second in one and absent from the other's first
+``limit`` can still be among the fused first."""
 
 
 def check_embeddings(embeddings: object) -> Embeddings:

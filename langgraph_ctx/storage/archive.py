@@ -39,7 +39,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict, messages_to
 from langgraph_ctx._workers import in_thread
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.index import Doc, LexicalIndex, query_terms, split_words
-from langgraph_ctx.retrieval.vectors import VectorIndex, fuse
+from langgraph_ctx.retrieval.vectors import FUSED_DEPTH, VectorIndex, fuse
 from langgraph_ctx.storage import _fts
 from langgraph_ctx.storage._base import SQLiteTable
 from langgraph_ctx.storage._passages import first_of_each, passage_rows, write_sqlite
@@ -212,9 +212,7 @@ class InMemoryArchive:
             # ``within`` names what the passage must hold: words decide that, not meaning.
             found = self._index.search_owners(scope, query, limit=limit, within=within)
         else:
-            # Each list deeper than ``limit``: a text second in one and absent from the
-            # other's first ``limit`` can still be among the fused first.
-            depth = max(limit, _FUSED_DEPTH)
+            depth = max(limit, FUSED_DEPTH)
             near = self._vectors.search_owners(scope, query, limit=depth)
             meaning = {owner for owner, _, _ in near}
             found = fuse(self._index.search_owners(scope, query, limit=depth), near, limit=limit)
@@ -230,10 +228,6 @@ class InMemoryArchive:
 
     aput, aget, alist = in_thread(put), in_thread(get), in_thread(list)
     asearch = in_thread(search)
-
-
-_FUSED_DEPTH = 20
-"""How many of each ranking a hybrid search fuses, at least."""
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,22 @@ psycopg is imported only when one of these is built.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage, messages_from_dict, messages_to_dict
 
 from langgraph_ctx.retrieval.index import query_terms, split_words
+from langgraph_ctx.retrieval.vectors import FUSED_DEPTH, check_embeddings, fuse
 from langgraph_ctx.state import LedgerEntry
 from langgraph_ctx.storage import _pgsearch as pgsearch
-from langgraph_ctx.storage._passages import first_of_each, passage_rows
+from langgraph_ctx.storage._passages import PassageRow, first_of_each, passage_rows
 from langgraph_ctx.storage._pgtable import PgTable, jsonb
+from langgraph_ctx.storage._pgvectors import PgVectors, nearest
 from langgraph_ctx.storage.archive import check_batch
 from langgraph_ctx.storage.hits import ArchiveHit, build_hits, check_search
 from langgraph_ctx.tokens import TokenCounter
@@ -84,7 +88,17 @@ _SIZE = (
 
 
 class PostgresArchive(PgTable):
-    """A :class:`~langgraph_ctx.storage.archive.MessageArchive` in ``lgctx_archive``."""
+    """A :class:`~langgraph_ctx.storage.archive.MessageArchive` in ``lgctx_archive``.
+
+    ``embeddings`` (any LangChain ``Embeddings``) makes search hybrid, as
+    :class:`~langgraph_ctx.storage.archive.InMemoryArchive`'s: each passage is also
+    embedded, in a background thread after ``put`` returns, into
+    ``lgctx_archive_vectors`` (migration 0007; the database needs pgvector), and a
+    search fuses its lexical ranking with the passages nearest by cosine (HNSW) by
+    reciprocal-rank fusion. :meth:`wait_for_vectors` waits for the background work;
+    :meth:`backfill_vectors` embeds what was archived without them. Without it,
+    search is lexical alone and nothing touches the vectors' table.
+    """
 
     what = "archive"
 
@@ -95,9 +109,15 @@ class PostgresArchive(PgTable):
         counter: TokenCounter | None = None,
         max_size: int = 4,
         lock: threading.Lock | None = None,
+        embeddings: Embeddings | None = None,
     ) -> None:
+        if embeddings is not None:
+            check_embeddings(embeddings)  # before a pool is opened for nothing
         super().__init__(conn, max_size=max_size, lock=lock)
         self._counter = counter or TokenCounter()
+        self._vectors = (
+            None if embeddings is None else PgVectors(embeddings, self._read, self._write)
+        )
 
     def _params(
         self, thread_id: str, messages: Sequence[BaseMessage], reason: str, namespace: str
@@ -122,13 +142,46 @@ class PostgresArchive(PgTable):
         self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         if messages:
-            self._write(_PUT, self._params(thread_id, messages, reason, namespace))
+            params = self._params(thread_id, messages, reason, namespace)
+            self._write(_PUT, params)
+            self._embed(params)
 
     async def aput(
         self, thread_id: str, messages: Sequence[BaseMessage], *, reason: str, namespace: str = ""
     ) -> None:
         if messages:
-            await self._awrite(_PUT, self._params(thread_id, messages, reason, namespace))
+            params = self._params(thread_id, messages, reason, namespace)
+            await self._awrite(_PUT, params)
+            self._embed(params)
+
+    def _embed(self, params: dict[str, Any]) -> None:
+        """Queue the batch's passages for their vectors (committed: searchable by words)."""
+        if self._vectors is not None:
+            thread, ns = params["thread"], params["ns"]
+            rows: builtins.list[PassageRow] = [
+                (thread, ns, owner, ordinal, body)
+                for owner, ordinal, body in zip(
+                    params["owners"], params["ordinals"], params["bodies"], strict=True
+                )
+            ]
+            self._vectors.submit(rows)
+
+    def close(self) -> None:
+        """Close the pool if this object opened it, once the vectors queued are written."""
+        self.wait_for_vectors()
+        super().close()
+
+    def wait_for_vectors(self) -> None:
+        """Block until every passage archived so far by this object has its vector
+        (nothing to wait for without ``embeddings``)."""
+        if self._vectors is not None:
+            self._vectors.wait()
+
+    def backfill_vectors(self, *, batch: int = 256) -> int:
+        """Embed, in this thread, every archived passage that has no vector of this
+        model (archived before ``embeddings`` was given, or lost to a crash or a
+        model error); the number embedded (0 without ``embeddings``)."""
+        return 0 if self._vectors is None else self._vectors.backfill(batch=batch)
 
     def get(self, thread_id: str, message_id: str, *, namespace: str = "") -> BaseMessage | None:
         rows = self._read(_GET, (thread_id, namespace, message_id))
@@ -149,18 +202,28 @@ class PostgresArchive(PgTable):
     def search(
         self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
+        near = self._near(thread_id, query, limit, within)
         hits: builtins.list[ArchiveHit] = pgsearch.run(
-            _search(thread_id, query, limit, namespace, within), self._read
+            _search(thread_id, query, limit, namespace, within, near), self._read
         )
         return hits
 
     async def asearch(
         self, thread_id: str, query: str, *, limit: int = 10, namespace: str = "", within: str = ""
     ) -> builtins.list[ArchiveHit]:
+        near = await asyncio.to_thread(self._near, thread_id, query, limit, within)
         hits: builtins.list[ArchiveHit] = await pgsearch.arun(
-            _search(thread_id, query, limit, namespace, within), self._aread
+            _search(thread_id, query, limit, namespace, within, near), self._aread
         )
         return hits
+
+    def _near(self, thread_id: str, query: str, limit: int, within: str) -> _Near | None:
+        """The vectors and the question's vector, for a hybrid search; None for a
+        lexical one (no embeddings, or ``within``: a name a passage must hold is words)."""
+        if self._vectors is None or within or not check_search(thread_id, query, limit):
+            return None
+        self._vectors.ready()
+        return self._vectors, self._vectors.query(query)
 
     def size(self, thread_id: str) -> tuple[int, int]:
         """(rows, tokens) archived for ``thread_id``, all namespaces."""
@@ -172,20 +235,32 @@ def _decode(rows: Sequence[dict[str, Any]]) -> builtins.list[BaseMessage]:
     return messages_from_dict([r["content"] for r in rows])
 
 
-def _search(thread_id: str, query: str, limit: int, namespace: str, within: str) -> pgsearch.Steps:
+_Near = tuple[PgVectors, builtins.list[float]]
+
+
+def _search(
+    thread_id: str, query: str, limit: int, namespace: str, within: str, near: _Near | None
+) -> pgsearch.Steps:
     words = split_words(check_search(thread_id, query, limit))
     required = split_words(query_terms(within))
     if not words:
         return []
     params = {"thread": thread_id, "ns": namespace}
     scope = pgsearch.scope_lexeme("p", thread_id, namespace)
+    # Hybrid: each list deeper than ``limit`` (FUSED_DEPTH), fused as in memory.
+    depth = limit if near is None else max(limit, FUSED_DEPTH)
     found = yield from pgsearch.search(
         _PASSAGES,
         scope=scope,
         words=list(dict.fromkeys([*words, *required])),
-        limit=limit,
+        limit=depth,
         required=required,
     )
+    meaning: set[str] = set()
+    if near is not None:
+        close = yield from nearest(near[0], near[1], thread_id, namespace, depth)
+        meaning = {key for key, _, _ in close}
+        found = fuse(found, close, limit=limit)
     if not found:
         return []
     rows = yield _HITS, {**params, "ids": [key for key, _, _ in found]}
@@ -197,7 +272,8 @@ def _search(thread_id: str, query: str, limit: int, namespace: str, within: str)
         [
             (r["message_id"], int(r["position"]), r["reason"], float(r["archived_at"]), m, s, p)
             for (r, s, p), m in zip(kept, messages, strict=True)
-        ]
+        ],
+        meaning,
     )
 
 

@@ -166,7 +166,7 @@ def test_sqlite_migration_stems_rows_indexed_before_it(tmp_path: Path) -> None:
             for fts in ("lgctx_archive_passages_fts", "lgctx_memory_fts"):
                 conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('integrity-check')")
             (version,) = conn.execute("SELECT max(version) FROM lgctx_schema_versions").fetchone()
-        assert version == 6
+        assert version == 7
         with SQLiteMemoryIndex(str(path)) as index:
             check_stemmed(archive, index)
 
@@ -179,7 +179,7 @@ def test_postgres_migration_stems_rows_indexed_before_it(postgres_db: str, tmp_p
         archive.put("t", old_log(), reason="x")
         index.add(("u",), [Doc(key, text) for key, text in MEMORIES])
         before = archive._read("SELECT * FROM lgctx_search_scopes ORDER BY scope", ())
-        assert migrate(postgres_db).applied_now == (6,)
+        assert migrate(postgres_db).applied_now == (6, 7)
         check_stemmed(archive, index)
         # The counts BM25 reads were rebuilt from the stems, then kept by the triggers.
         after = archive._read("SELECT * FROM lgctx_search_scopes ORDER BY scope", ())
