@@ -61,6 +61,12 @@ ORDER = [  # (file stem, what it answers, issue)
     ("presets", "Each paper's preset (AdaCoM, ARC, BACM, PACE) against our defaults", 35),
     ("prompt_cache_quick", "Prompt caching with recall's issue-31 defaults, before and after", 31),
     ("checkpoint_retention", "Storage per thread against turns, with and without retention", 36),
+    (
+        "checkpoint_retention_strategies",
+        "Retention under every strategy, two threads on one file, each resumed and checked",
+        36,
+    ),
+    ("checkpoint_retention_10k", "10,000 turns with the default retention: growth per 1,000", 36),
     ("pg_load", "Worker processes on one PostgreSQL, a SIGKILL and a restart, vs bare", 36),
     ("pg_load_quick", "The same at --quick size, after the check judged by id", 36),
     ("paraphrase_recall", "Facts asked in other words at 10K: lexical, stemmed, hybrid", 34),

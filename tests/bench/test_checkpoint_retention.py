@@ -13,10 +13,12 @@ same at 2,000 turns."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
-from checkpoint_retention import file_size, manifest, reply
+import pytest
+from checkpoint_retention import agent, ask, config_of, file_size, manifest, reply, verify
 from langchain_core.messages import HumanMessage
 
 from langgraph_ctx import Budget
@@ -59,3 +61,28 @@ def test_a_thousand_turn_session_at_128k_stays_under_the_bound(tmp_path: Path) -
     # The thread resumes whole from what is kept.
     state = graph.get_state(config)
     assert not state.tasks and state.values["messages"][-1].text == f"Noted crate {TURNS - 1}."
+
+
+def test_the_benchmarks_resume_check_finds_a_lost_and_a_foreign_message(tmp_path: Path) -> None:
+    """benchmarks/checkpoint_retention.py asserts, not only measures: its check passes on
+    two threads pruned to 3 checkpoints at 4K (compressed, so most originals are only in
+    the archive), and fails on one archived original deleted, or on another thread's
+    message in a state."""
+    url = f"sqlite:///{tmp_path / 'session.sqlite'}"
+    graph = agent(url, "tiered", 3, 4_000)
+    for i in range(12):
+        for thread in ("t0", "t1"):
+            graph.invoke({"messages": [ask(thread, i)]}, config_of(thread))
+    seen = verify(url, "tiered", 3, 4_000, ["t0", "t1"], 12, play=True)
+    assert seen["archived"] > seen["in_state"]  # the check read originals from the archive
+    with sqlite3.connect(tmp_path / "session.sqlite") as db:
+        gone = db.execute(
+            "DELETE FROM lgctx_archive WHERE thread_id = 't1' AND message_id = 'u1'"
+        ).rowcount
+    assert gone == 1
+    with pytest.raises(AssertionError, match="t1: u1 in neither state nor archive"):
+        verify(url, "tiered", 3, 4_000, ["t0", "t1"], 13, play=False)
+    stray = HumanMessage("[t1] Read page 0.", id="stray")
+    graph.update_state(config_of("t0"), {"messages": [stray]})
+    with pytest.raises(AssertionError, match=r"t0: holds text of \['t1'\]"):
+        verify(url, "tiered", 3, 4_000, ["t0"], 13, play=False)
