@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -238,8 +239,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.verify:
         url, strategy, keep, window, threads, turns, play = json.loads(args.verify)
-        print(json.dumps(verify(url, strategy, keep, window, threads, turns, play)))
-        return
+        print(json.dumps(verify(url, strategy, keep, window, threads, turns, play)), flush=True)
+        # Now, not at the interpreter's exit: PACE's scorer may still be loading its model
+        # in a daemon thread, and torch aborts the process when one is torn down mid-load.
+        os._exit(0)
     turns = [int(t) for t in args.turns.split(",")]
     plan: list[tuple[str, Keep, int]] = [
         (strategy, keep, max(turns))
