@@ -28,7 +28,7 @@ from langgraph_ctx.ledger.core import CeilingChecked
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.strategies.recall_room import recall_share
 from langgraph_ctx.strategies.tiered.planner import Work
-from langgraph_ctx.strategies.tiered.summaries import collecting_fallbacks
+from langgraph_ctx.strategies.tiered.summaries import reporting
 
 if TYPE_CHECKING:
     from langgraph_ctx.strategies.tiered.middleware import TieredCompression
@@ -107,12 +107,12 @@ def _compress_again(strategy: TieredCompression, view: View, ctx: CallContext) -
         protected=len(tiers.rest) - current,
     )
     work = Work(plan, [*tiers.summaries, *plan.compress], strategy.summary_tokens[0], meta=True)
-    summarizer = strategy.summarizer
-    with collecting_fallbacks() as fallbacks:
-        text = yield IOCall(
-            partial(summarizer.summarize, work.source, max_tokens=work.max_tokens),
-            partial(summarizer.asummarize, work.source, max_tokens=work.max_tokens),
-        )
+    fallbacks: list[str] = []
+    summarizer = reporting(strategy.summarizer, fallbacks)
+    text = yield IOCall(
+        partial(summarizer.summarize, work.source, max_tokens=work.max_tokens),
+        partial(summarizer.asummarize, work.source, max_tokens=work.max_tokens),
+    )
     return (
         yield from strategy.apply_work(view, ctx, work, text, fallbacks, path=("ceiling", "none"))
     )

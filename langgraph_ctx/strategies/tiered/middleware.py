@@ -58,7 +58,6 @@ from langgraph_ctx import ledger
 from langgraph_ctx._checks import check_has, check_instance
 from langgraph_ctx.compression.ceiling import compact_tool_result
 from langgraph_ctx.compression.summarizers import (
-    ChatModelSummarizer,
     ExtractiveSummarizer,
     Summarizer,
     entity_retention,
@@ -75,10 +74,10 @@ from langgraph_ctx.strategies.tiered.prepared import prepare_ahead, take_prepare
 from langgraph_ctx.strategies.tiered.settings import DEFAULT_TARGET as _DEFAULT_TARGET
 from langgraph_ctx.strategies.tiered.settings import Shown, TieredSettings
 from langgraph_ctx.strategies.tiered.summaries import (
-    collecting_fallbacks,
+    ReportingSummarizer,
     fit_text,
     next_seq,
-    note_fallback,
+    reporting,
     summary_message,
 )
 
@@ -152,9 +151,7 @@ class TieredCompression(RewritingStrategy):
         """What to compress, to which goal, and how summaries are made: fixed at
         construction (the planner reads it; the properties below show its fields)."""
         if isinstance(summarizer, BaseChatModel):
-            summarizer = ChatModelSummarizer(
-                summarizer, timeout=given.summarizer_timeout, on_fallback=note_fallback
-            )
+            summarizer = ReportingSummarizer(summarizer, timeout=given.summarizer_timeout)
         self.summarizer: Summarizer = summarizer or ExtractiveSummarizer()
         self._own_summarizer = summarizer is None
         self.compactor = ExtractiveSummarizer()
@@ -202,12 +199,13 @@ class TieredCompression(RewritingStrategy):
                 return (yield from enforce_ceiling(self, view, ctx))
             why = "failed"
         text: str | None = None
-        with collecting_fallbacks() as fallbacks:
-            if work.source:
-                text = yield IOCall(
-                    partial(self.summarizer.summarize, work.source, max_tokens=work.max_tokens),
-                    partial(self.summarizer.asummarize, work.source, max_tokens=work.max_tokens),
-                )
+        fallbacks: list[str] = []
+        summarizer = reporting(self.summarizer, fallbacks)
+        if work.source:
+            text = yield IOCall(
+                partial(summarizer.summarize, work.source, max_tokens=work.max_tokens),
+                partial(summarizer.asummarize, work.source, max_tokens=work.max_tokens),
+            )
         view = yield from self.apply_work(
             view, ctx, work, text, fallbacks, path=("synchronous", why)
         )

@@ -29,7 +29,7 @@ from langgraph_ctx.history.structure import Plan, split_tiers
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies.recall_room import without_recall
 from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
-from langgraph_ctx.strategies.tiered.summaries import collecting_fallbacks
+from langgraph_ctx.strategies.tiered.summaries import reporting
 from langgraph_ctx.tokens import TokenCounter
 
 REPLAN_SHARE = 0.1
@@ -87,13 +87,13 @@ def prepare_ahead(
     counter = ctx.counter
 
     def run() -> _prepare.Outcome:
-        with collecting_fallbacks() as reasons:
-            text = summarizer.summarize(source, max_tokens=max_tokens)
+        reasons: list[str] = []
+        text = reporting(summarizer, reasons).summarize(source, max_tokens=max_tokens)
         return text, reasons, entity_retention(source, text), counter.count_text(text)
 
     async def arun() -> _prepare.Outcome:
-        with collecting_fallbacks() as reasons:
-            text = await summarizer.asummarize(source, max_tokens=max_tokens)
+        reasons: list[str] = []
+        text = await reporting(summarizer, reasons).asummarize(source, max_tokens=max_tokens)
         # CPU work: in the pool, not on the loop.
         measure = partial(_measure, source, text, counter)
         retention, written = await asyncio.wrap_future(_prepare.pool().submit(measure))

@@ -1,4 +1,5 @@
-"""The summary messages tiered compression writes, and why its summarizer fell back.
+"""The summary messages tiered compression writes, and the summarizer that says why
+it fell back.
 
 A summary is a system message ``[Conversation Summary] #seq`` whose marker lists
 the ids it replaced (``covers``), every one archived: what ``glimpse`` reads to
@@ -7,36 +8,39 @@ bring summary #seq's originals back.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
+import copy
+from functools import partial
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_ctx.compression.summarizers import ChatModelSummarizer, Summarizer
 from langgraph_ctx.markers import KEY, SUMMARY_ID, SUMMARY_PREFIX, summary_info
 from langgraph_ctx.tokens import TokenCounter
 
-_fallbacks: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "lgctx_summarizer_fallbacks", default=None
-)
+
+class ReportingSummarizer(ChatModelSummarizer):
+    """The chat-model summarizer tiered compression wraps a model in. It is shared by
+    every call (and by the background preparation), so it keeps no reasons itself:
+    each compression summarizes with a copy that appends why it fell back to that
+    compression's own list (:func:`reporting`), recorded with its summary."""
+
+    def reporting_to(self, reasons: list[str]) -> ChatModelSummarizer:
+        copied = copy.copy(self)
+        copied.on_fallback = partial(_append_reason, reasons)
+        return copied
 
 
-@contextlib.contextmanager
-def collecting_fallbacks() -> Iterator[list[str]]:
-    """Collect, for this call only, why the (shared) summarizer fell back."""
-    reasons: list[str] = []
-    token = _fallbacks.set(reasons)
-    try:
-        yield reasons
-    finally:
-        _fallbacks.reset(token)
+def reporting(summarizer: Summarizer, reasons: list[str]) -> Summarizer:
+    """``summarizer`` for one compression, reporting its fallbacks into ``reasons``:
+    a :class:`ReportingSummarizer`; any other summarizer as it is (one given ready
+    made reports through its own ``on_fallback``, or not at all)."""
+    if isinstance(summarizer, ReportingSummarizer):
+        return summarizer.reporting_to(reasons)
+    return summarizer
 
 
-def note_fallback(reason: str, exc: BaseException | None) -> None:
-    """The chat-model summarizer's ``on_fallback``: the reason, for the call collecting."""
-    sink = _fallbacks.get()
-    if sink is not None:
-        sink.append(reason if exc is None else f"{reason}: {type(exc).__name__}: {exc}")
+def _append_reason(reasons: list[str], reason: str, exc: BaseException | None) -> None:
+    reasons.append(reason if exc is None else f"{reason}: {type(exc).__name__}: {exc}")
 
 
 def next_seq(summaries: list[BaseMessage]) -> int:
