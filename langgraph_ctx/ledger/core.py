@@ -8,6 +8,32 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these bef
 
 from langgraph_ctx.ledger.parts import Collision, EditNote, EditRecord, Fitted, IOFailed, Usage
 
+CompressionPath = Literal["synchronous", "prepared", "ceiling"]
+"""How a compression's summary was made (``Compression.path``): on the call that needed
+it, ahead of it in the background, or again by the hard ceiling (one meta-summary of
+everything before the current turn)."""
+
+PreparedOutcome = Literal[
+    "ready",
+    "short",
+    "waited",
+    "none",
+    "failed",
+    "not_ready",
+    "overtaken",
+    "compaction",
+    "span_mismatch",
+    "needs_consolidation",
+]
+"""What became of the summary prepared ahead (``Compression.prepared``). Applied:
+``ready``; ``short``, a turn or so short of the span the call planned, applied as
+it frees enough; ``waited``, under way and waited for. Not applied: ``none``, none
+was prepared; ``failed``, it raised; ``not_ready``, under way and not waitable;
+``overtaken``, a message it covers changed; ``compaction``, the call must also
+compact kept tool results; ``span_mismatch``, it would reach into the protected
+turns or free too little; ``needs_consolidation``, the call must consolidate the
+earlier summaries and it does not."""
+
 
 class UtilizationMeasured(Usage):
     """``utilization`` as pre-flight records it, before the call."""
@@ -138,9 +164,9 @@ class Compression(TypedDict):
     """Whether it consolidated earlier summaries too."""
     utilization_after: float
     """Utilization of the prompt once compressed."""
-    path: str
-    """How it was made (``sync``, ``prepared``, ``ceiling``, ...)."""
-    prepared: str
+    path: CompressionPath
+    """How it was made: on the call, prepared ahead, or by the ceiling."""
+    prepared: PreparedOutcome
     """Whether a summary prepared ahead was used, and if not why not."""
 
 

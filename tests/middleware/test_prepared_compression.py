@@ -440,3 +440,18 @@ def test_a_ready_preparation_is_not_planned_again_on_every_yellow_call(monkeypat
     assert plans, "grown past the share: planned again"
     until_compressed(session, 2000)
     assert session.compressions()[0]["path"] == "prepared"
+
+
+def test_a_compression_event_names_only_a_known_path_and_outcome() -> None:
+    # The ledger types the two fields (CompressionPath, PreparedOutcome), so every
+    # test's recorded events are checked against the outcomes tiered can give.
+    from tests.ledger_check import mismatch
+
+    event = {
+        "seq": 1, "messages": 4, "through": "m4", "tokens_before": 400, "tokens_after": 60,
+        "max_tokens": 80, "ratio": 6.67, "entity_retention": 1.0, "meta": False,
+        "utilization_after": 0.4, "path": "prepared", "prepared": "short",
+    }  # fmt: skip
+    assert mismatch({"kind": "compression", "data": event}) is None
+    assert mismatch({"kind": "compression", "data": {**event, "prepared": "stale"}})
+    assert mismatch({"kind": "compression", "data": {**event, "path": "sync"}})

@@ -64,6 +64,7 @@ from langgraph_ctx.compression.summarizers import (
 )
 from langgraph_ctx.edits.core import EditOp
 from langgraph_ctx.errors import ConfigurationError
+from langgraph_ctx.ledger.core import CompressionPath, PreparedOutcome
 from langgraph_ctx.markers import summary_info
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
@@ -191,10 +192,9 @@ class TieredCompression(RewritingStrategy):
                 outcome = yield IOCall(pending.wait, pending.await_)
             if outcome is not None:
                 summary, reasons, retention, written = outcome
-                path = ("prepared", why)
                 measured = (retention, written)
                 view = yield from self.apply_work(
-                    view, ctx, ahead, summary, reasons, path=path, measured=measured
+                    view, ctx, ahead, summary, reasons, path=("prepared", why), measured=measured
                 )
                 return (yield from enforce_ceiling(self, view, ctx))
             why = "failed"
@@ -219,7 +219,7 @@ class TieredCompression(RewritingStrategy):
         text: str | None,
         fallbacks: list[str],
         *,
-        path: tuple[str, str] = ("synchronous", "none"),
+        path: tuple[CompressionPath, PreparedOutcome] = ("synchronous", "none"),
         measured: tuple[float, int] | None = None,
     ) -> Hook[View]:
         """``work`` as edit operations through the core: the span (with the earlier
@@ -279,7 +279,7 @@ class TieredCompression(RewritingStrategy):
         text: str,
         summarized: int,
         measured: tuple[float, int] | None,
-        path: tuple[str, str],
+        path: tuple[CompressionPath, PreparedOutcome],
     ) -> None:
         # (Entity retention and size, if not measured already in the background.)
         written = measured[1] if measured else ctx.counter.count_text(text)

@@ -26,6 +26,7 @@ from langgraph_ctx.compression.summarizers import (
 )
 from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.history.structure import Plan, split_tiers
+from langgraph_ctx.ledger.core import PreparedOutcome
 from langgraph_ctx.pipeline import CallContext, View
 from langgraph_ctx.strategies.recall_room import without_recall
 from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
@@ -115,7 +116,7 @@ def prepare_ahead(
 
 def take_prepared(
     planner: TierPlanner, work: Work, ctx: CallContext
-) -> tuple[tuple[Work, _prepare.Prepared] | None, str]:
+) -> tuple[tuple[Work, _prepare.Prepared] | None, PreparedOutcome]:
     """The compression prepared ahead, as work to apply with its summary, if it is
     still right for this history (ready, or under way and waitable); else
     ``None``, and why not."""
@@ -128,7 +129,7 @@ def take_prepared(
     # is the tail of them, which a prepared span must not reach into.
     compressible = len(tiers.rest) - plan.protected
     n = len(pending.span)
-    why = ""
+    why: PreparedOutcome | None = None
     if pending.future.done() and pending.outcome() is None:
         why = "failed"
     elif not pending.waitable():
