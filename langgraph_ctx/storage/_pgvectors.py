@@ -51,25 +51,18 @@ WHERE NOT EXISTS (
 )
 LIMIT %(batch)s
 """
-# {dims} is an int from the model's own vector, never user text. The inner query is
-# the index's expression and predicate word for word, so the planner can use it; the
-# passages' text joins the few rows it returns.
+# lgctx_nearest_passages (migration 0007) reads the HNSW index of ``dims`` for the
+# thread's rows; the passages' text joins the few rows it returns.
 _NEAREST = """
 SELECT n.message_id, n.ordinal, n.similarity, p.body
-FROM (
-    SELECT message_id, ordinal,
-           1 - ((embedding::vector({dims})) <=> %(query)s::vector({dims})) AS similarity
-    FROM lgctx_archive_vectors
-    WHERE thread_id = %(thread)s AND namespace = %(ns)s AND model = %(model)s
-      AND dims = {dims}
-    ORDER BY (embedding::vector({dims})) <=> %(query)s::vector({dims})
-    LIMIT %(n)s
-) AS n
+FROM lgctx_nearest_passages(%(query)s, %(dims)s, %(thread)s, %(ns)s, %(model)s, %(n)s) AS n
 JOIN lgctx_archive_passages AS p
   ON p.thread_id = %(thread)s AND p.namespace = %(ns)s
  AND p.message_id = n.message_id AND p.ordinal = n.ordinal
 ORDER BY n.similarity DESC, n.message_id, n.ordinal
 """
+# {dims} is an int from the model's own vector, never user text; the expression and
+# predicate are the ones lgctx_nearest_passages orders and filters by.
 _INDEX = """
 CREATE INDEX IF NOT EXISTS lgctx_archive_vectors_hnsw_{dims} ON lgctx_archive_vectors
 USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE dims = {dims}
@@ -204,9 +197,10 @@ def nearest(
     passage is nearest ``vector`` in the thread, ``(message id, cosine, passage)``,
     best first, each by its nearest passage."""
     rows = yield (
-        _NEAREST.format(dims=len(vector)),
+        _NEAREST,
         {
             "query": literal(vector),
+            "dims": len(vector),
             "thread": thread,
             "ns": namespace,
             "model": vectors.model,

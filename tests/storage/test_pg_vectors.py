@@ -12,7 +12,8 @@ from langchain_core.messages import HumanMessage
 
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.retrieval.embeddings import MiniLMEmbeddings
-from langgraph_ctx.storage._pgvectors import _NEAREST, literal
+from langgraph_ctx.storage import _pgsearch as pgsearch
+from langgraph_ctx.storage._pgvectors import literal, nearest
 from langgraph_ctx.storage.migrations import migrate
 from langgraph_ctx.storage.postgres import PostgresArchive
 from tests.middleware.test_hybrid_recall import FACT, QUESTION, archived, recalled
@@ -57,25 +58,47 @@ def test_rows_archived_without_vectors_get_them_by_backfill(
         assert archive.backfill_vectors(batch=16) == count["n"]
         assert archive.backfill_vectors() == 0  # each passage once
         assert "m6" in {h.message_id for h in archive.search("t", QUESTION, limit=10)}
-        # The nearest-passages query can use the HNSW index made for the model's dims.
-        vector = model.embed_query(QUESTION)
+        # The HNSW index made for the model's dims serves the expression and predicate
+        # lgctx_nearest_passages orders and filters by (as an ordered scan: no sort).
+        vector = literal(model.embed_query(QUESTION))
+        dims = len(model.embed_query(QUESTION))
         with psycopg.connect(postgres_db, autocommit=True) as conn:
-            conn.execute("SET enable_seqscan = off")
-            conn.execute("SET enable_indexscan = on")
-            conn.execute("SET enable_bitmapscan = off")
-            # Only the HNSW index can give the rows in distance order without a sort.
-            conn.execute("SET enable_sort = off")
+            for off in ("seqscan", "bitmapscan", "sort"):
+                conn.execute(f"SET enable_{off} = off")
             plan = conn.execute(
-                "EXPLAIN " + _NEAREST.format(dims=len(vector)),
-                {
-                    "query": literal(vector),
-                    "thread": "t",
-                    "ns": "",
-                    "model": archive._vectors.model if archive._vectors else "",
-                    "n": 40,
-                },
+                f"EXPLAIN SELECT message_id FROM lgctx_archive_vectors AS v"
+                f" WHERE v.thread_id = 't' AND v.namespace = '' AND v.dims = {dims}"
+                f" ORDER BY (v.embedding::vector({dims})) <=> %s::vector({dims}) LIMIT 40",
+                (vector,),
             ).fetchall()
-        assert f"lgctx_archive_vectors_hnsw_{len(vector)}" in "\n".join(r[0] for r in plan)
+        assert f"lgctx_archive_vectors_hnsw_{dims}" in "\n".join(r[0] for r in plan)
+
+
+def test_a_thread_finds_its_own_among_nearer_rows_of_others(
+    postgres_db: str, model: MiniLMEmbeddings
+) -> None:
+    migrate(postgres_db)
+    # The plan a large table gets: the HNSW index's ordered scan (a few hundred rows
+    # would be sorted whole, exactly, and never meet the index's limits).
+    with psycopg.connect(postgres_db, autocommit=True) as conn:
+        for off in ("seqscan", "bitmapscan", "sort"):
+            conn.execute(f"ALTER DATABASE {conn.info.dbname} SET enable_{off} = off")
+    with PostgresArchive(postgres_db, embeddings=model) as archive:
+        archive.put("t", archived(), reason="compression")
+        # Another thread full of texts nearer the question than anything of "t": an HNSW
+        # scan's first rows are all theirs, and "t"'s must still fill its search.
+        others = [HumanMessage(f"{QUESTION} ({i})", id=f"o{i}") for i in range(300)]
+        archive.put("u", others, reason="compression")
+        archive.wait_for_vectors()
+        archive._write("ANALYZE lgctx_archive_vectors", ())
+        assert "m6" in {h.message_id for h in archive.search("t", QUESTION, limit=10)}
+        # The vector side gives 40 of "t"'s 53 messages, not the few of an index scan's
+        # first rows (ef_search: 40) that a filter by thread leaves.
+        assert archive._vectors is not None
+        vector = model.embed_query(QUESTION)
+        near = pgsearch.run(nearest(archive._vectors, vector, "t", "", 40), archive._read)
+        assert len(near) == 40
+        assert {key for key, _, _ in near} <= {m.id for m in archived()}
 
 
 def test_recall_brings_the_paraphrase_from_postgres(

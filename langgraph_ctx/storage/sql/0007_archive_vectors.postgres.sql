@@ -25,6 +25,32 @@ CREATE TABLE lgctx_archive_vectors (
     PRIMARY KEY (thread_id, namespace, model, message_id, ordinal)
 );
 
+-- The nearest passages of one thread, by cosine: the HNSW index of the archive's
+-- dims (made by the archive: its dimension is the model's), read by an iterative scan
+-- (pgvector 0.8) so that the thread's own rows fill the LIMIT however many other
+-- threads' rows lie nearer; without it an HNSW scan returns ef_search rows of all
+-- threads (40 by default) and the thread's are what is left of them after the filter.
+-- The settings hold for this function's queries only. plpgsql: the body names
+-- pgvector's type, and is only read when called (so this file needs no pgvector).
+CREATE FUNCTION lgctx_nearest_passages(
+    query text, dims integer, thread text, ns text, model_name text, n integer
+) RETURNS TABLE (message_id text, ordinal integer, similarity double precision)
+LANGUAGE plpgsql STABLE
+SET hnsw.ef_search = 200
+SET hnsw.iterative_scan = 'strict_order'
+AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT v.message_id, v.ordinal,
+                1 - ((v.embedding::vector(%1$s)) <=> $1::vector(%1$s))
+         FROM lgctx_archive_vectors AS v
+         WHERE v.thread_id = $2 AND v.namespace = $3 AND v.model = $4 AND v.dims = %1$s
+         ORDER BY (v.embedding::vector(%1$s)) <=> $1::vector(%1$s)
+         LIMIT $5', dims)
+    USING query, thread, ns, model_name, n;
+END
+$$;
+
 -- As the passages (0005): an archived row deleted all the same takes its vectors along.
 CREATE FUNCTION lgctx_archive_vectors_of_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
