@@ -178,10 +178,15 @@ class TieredCompression(RewritingStrategy):
             # Sized with the pipeline's counter, so "300 tokens" means what budgets mean.
             self.summarizer.counter = ctx.counter
         work = self.planner.decide(view, ctx)
-        if work is None:
-            if self.prepare_ahead:
-                prepare_ahead(self.planner, self.summarizer, view, ctx)
-            return (yield from enforce_ceiling(self, view, ctx))
+        if work is not None:
+            view = yield from self._compress(view, ctx, work)
+        elif self.prepare_ahead:
+            prepare_ahead(self.planner, self.summarizer, view, ctx)
+        return (yield from enforce_ceiling(self, view, ctx))
+
+    def _compress(self, view: View, ctx: CallContext, work: Work) -> Hook[View]:
+        """Apply ``work``: with the summary prepared ahead if it is still right for
+        this history (waiting for it if it is under way), else one made now."""
         ready, why = take_prepared(self.planner, work, ctx)
         if ready is not None:
             ahead, pending = ready
@@ -192,11 +197,17 @@ class TieredCompression(RewritingStrategy):
                 outcome = yield IOCall(pending.wait, pending.await_)
             if outcome is not None:
                 summary, reasons, retention, written = outcome
-                measured = (retention, written)
-                view = yield from self.apply_work(
-                    view, ctx, ahead, summary, reasons, path=("prepared", why), measured=measured
+                return (
+                    yield from self.apply_work(
+                        view,
+                        ctx,
+                        ahead,
+                        summary,
+                        reasons,
+                        path=("prepared", why),
+                        measured=(retention, written),
+                    )
                 )
-                return (yield from enforce_ceiling(self, view, ctx))
             why = "failed"
         text: str | None = None
         fallbacks: list[str] = []
@@ -206,10 +217,9 @@ class TieredCompression(RewritingStrategy):
                 partial(summarizer.summarize, work.source, max_tokens=work.max_tokens),
                 partial(summarizer.asummarize, work.source, max_tokens=work.max_tokens),
             )
-        view = yield from self.apply_work(
-            view, ctx, work, text, fallbacks, path=("synchronous", why)
+        return (
+            yield from self.apply_work(view, ctx, work, text, fallbacks, path=("synchronous", why))
         )
-        return (yield from enforce_ceiling(self, view, ctx))
 
     def apply_work(
         self,
