@@ -26,7 +26,7 @@ from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.storage.archive import InMemoryArchive
 from langgraph_ctx.strategies import AdaptiveContextManager
 from langgraph_ctx.strategies.adacom.offline import OfflinePolicy
-from langgraph_ctx.strategies.adacom.policy import ManagerRequest
+from langgraph_ctx.strategies.adacom.policy import REWRITE_HEAD, ManagerRequest
 from langgraph_ctx.testing import ScriptedChatModel
 from langgraph_ctx.tokens import TokenCounter
 
@@ -336,7 +336,8 @@ def test_offline_policy_distills_old_turns_to_stay_in_budget_under_pressure() ->
     sizes = [TokenCounter().count_messages(list(m)) for m in sent]
     assert max(sizes[-10:]) < budget.red_line  # it keeps the prompt under the red line
     assert state[0].id == "task" and is_note(state[1])
-    digests = [m for m in state if m.text.startswith("[Condensed history]")]
+    # The digest is the manager's text in a user message: marked as its (managed.py).
+    digests = [m for m in state if m.text.startswith(f"{REWRITE_HEAD}\n> [Condensed history]")]
     assert len(digests) == 1  # earlier digests are merged into the next one
     assert not ledger(graph, config, "edit_rejected")
     assert adacom.original("pressure", "u0") is not None  # distilled, archived

@@ -226,8 +226,8 @@ def test_the_managers_flag_triggers_reflection_and_the_scripted_model_drives_it(
     [entry] = ledger(graph, "arc_reflection")
     assert entry["triggers"] == ["manager_flag"] and entry["rationale"] == "merged"
     live = graph.get_state(cfg()).values["messages"]
-    assert live[3].text == f"{MEMORY_TITLE}\nA-1: Maersk. A-2: DHL."
-    assert live[2].text == f"{CHECKLIST_TITLE}\n- [done] c1: Find the carrier. -- both found"
+    assert live[3].text == f"{MEMORY_TITLE}\n> A-1: Maersk. A-2: DHL."
+    assert live[2].text == f"{CHECKLIST_TITLE}\n> - [done] c1: Find the carrier. -- both found"
 
 
 def test_no_reflection_without_a_signal() -> None:
@@ -355,7 +355,7 @@ async def test_under_ainvoke_a_chat_model_manager_folds_on_the_loop() -> None:
     await graph.ainvoke(start(), cfg())
     assert not ledger(graph, "arc_update_failed") and not ledger(graph, "arc_update_late")
     memory = model.calls[-1].messages[3].text
-    assert memory == f"{MEMORY_TITLE}\n(t1) step 1 folded\n(t2) step 2 folded"
+    assert memory == f"{MEMORY_TITLE}\n> (t1) step 1 folded\n> (t2) step 2 folded"
 
 
 def test_an_agent_that_thinks_folds_every_turn_and_reads_each_question_raw() -> None:

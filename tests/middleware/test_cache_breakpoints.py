@@ -102,7 +102,7 @@ def test_each_call_marks_the_stable_prefix_the_end_of_the_memory_and_the_tail() 
 
 def memory_end(marked: list[str]) -> int:
     """Which of the marked blocks (rendered by :func:`blocks`) is the memory's last part."""
-    [at] = [j for j, t in enumerate(marked) if t.startswith("user") and '"text": "\\n(t' in t]
+    [at] = [j for j, t in enumerate(marked) if t.startswith("user") and '"text": "\\n> (t' in t]
     return at
 
 

@@ -37,6 +37,7 @@ counts its own. The utilization and extract triggers read the state.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -56,6 +57,7 @@ from langgraph_ctx._checks import (
 from langgraph_ctx.edits import is_note
 from langgraph_ctx.edits.apply import consult
 from langgraph_ctx.edits.core import is_edited, is_working_note, note, protected_ids
+from langgraph_ctx.edits.ops import EditRejected, parse_ops
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.ledger.parts import EditNote
 from langgraph_ctx.ledger.strategies import ManagerFailed, ManagerUnchanged
@@ -68,13 +70,15 @@ from langgraph_ctx.strategies.adacom.policy import (
     ChatModelManager,
     ContextManagerPolicy,
     ManagerRequest,
+    marked_note,
+    marked_rewrite,
 )
 from langgraph_ctx.strategies.base import RewritingStrategy
 from langgraph_ctx.strategies.recall_room import recall_share
 
 NOTE_ID = "lgctx-working-note"
 """The id of the working note until the manager first rewrites it."""
-NOTE_PLACEHOLDER = f"{NOTE_TITLE}\n(nothing recorded yet)"
+NOTE_PLACEHOLDER = marked_note(f"{NOTE_TITLE}\n(nothing recorded yet)")
 
 
 class AdaptiveContextManager(RewritingStrategy):
@@ -213,6 +217,7 @@ class AdaptiveContextManager(RewritingStrategy):
             unchanged = ManagerUnchanged(round=rounds, triggers=fired, manager_seconds=seconds)
             ctx.record("manager_unchanged", unchanged)
             return view
+        ops = _marked(ops, staged, request.note_id)
         edited, plan = yield from self.edit(view.replace(messages=staged), ctx, ops, about)
         if plan is None:  # rejected, or the archive failed: the view as it came, no note
             return view
@@ -300,6 +305,27 @@ def _with_note(messages: list[BaseMessage]) -> list[BaseMessage]:
     at = task + 1 if task is not None else sum(1 for m in messages if m.type == "system")
     placeholder = pin(note(HumanMessage(NOTE_PLACEHOLDER, id=NOTE_ID)))
     return [*messages[:at], placeholder, *messages[at:]]
+
+
+def _marked(ops: Sequence[Any], messages: Sequence[BaseMessage], note_id: str) -> Sequence[Any]:
+    """``ops`` with the text a manager writes into the working note, or into a user or
+    system message, marked as the context manager's (strategies/managed.py): it copies
+    tool output there, which the agent must not read as the user's words. Operations
+    of the wrong shape are left as they came, for the edit core to refuse."""
+    try:
+        parsed = parse_ops(ops)
+    except EditRejected:
+        return ops
+    roles = {str(m.id): m.type for m in messages}
+    out = []
+    for op in parsed:
+        role = op.role or roles.get(op.ids[0], "")
+        if note_id in op.ids and op.new_content:
+            op = dataclasses.replace(op, new_content=marked_note(op.new_content))
+        elif role in ("user", "human", "system") and op.new_content:
+            op = dataclasses.replace(op, new_content=marked_rewrite(op.new_content))
+        out.append(op)
+    return out
 
 
 def _asked(messages: Sequence[BaseMessage]) -> set[str]:

@@ -43,6 +43,7 @@ from langgraph_ctx.edits.core import EditOp, is_edited, is_working_note
 from langgraph_ctx.history.structure import tool_units
 from langgraph_ctx.strategies.adacom.policy import NOTE_TITLE, ManagerRequest
 from langgraph_ctx.strategies.base import OfflineBaseline
+from langgraph_ctx.strategies.managed import unquoted
 
 CONSTRAINT_CUES = re.compile(
     r"\b(must|should|need|needs|only|at least|at most|no more than|no later than|before|after|"
@@ -291,7 +292,8 @@ def _constraints(task: str) -> list[str]:
 
 
 def _facts_of(note: str) -> list[str]:
-    _, found, tail = note.partition(f"\n{FACTS}\n")
+    # The note as the agent reads it has its lines quoted (strategies/managed.py).
+    _, found, tail = unquoted(note).partition(f"\n{FACTS}\n")
     return [line for line in tail.splitlines() if line.startswith("- ")] if found else []
 
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from langgraph_ctx._checks import check_instance, check_int, check_str
 from langgraph_ctx._workers import acall_with_timeout, native_async
 from langgraph_ctx.edits.core import is_working_note
+from langgraph_ctx.strategies.managed import managed, title, unquoted
 from langgraph_ctx.strategies.manager_room import (
     LEAST_ROOM,
     Item,
@@ -42,7 +43,27 @@ from langgraph_ctx.strategies.manager_room import (
 )
 
 NOTE_TITLE = "[Working note]"
-"""The first line of the working note."""
+"""The first line of the working note as a manager writes it."""
+NOTE_HEAD = title("Working note")
+"""The first line of the working note as the agent reads it: who wrote it, and that
+its quoted lines are data (:func:`marked_note`)."""
+REWRITE_HEAD = title("Context manager's rewrite of earlier messages")
+"""The first line of a user or system message a manager wrote."""
+
+
+def marked_note(text: str) -> str:
+    """The working note ``text`` a manager wrote, as the agent reads it: under
+    :data:`NOTE_HEAD`, every line quoted (its own title line, and the quotes of a
+    note it copied from the listing, taken off first)."""
+    first, _, rest = text.partition("\n")
+    body = rest if first.strip().startswith(("[Working note", NOTE_HEAD)) else text
+    return managed(NOTE_HEAD, unquoted(body))
+
+
+def marked_rewrite(text: str) -> str:
+    """A manager's text in a user or system message, as the agent reads it."""
+    first, _, rest = text.partition("\n")
+    return managed(REWRITE_HEAD, unquoted(rest if first == REWRITE_HEAD else text))
 
 
 class Modification(BaseModel):

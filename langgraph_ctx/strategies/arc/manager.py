@@ -34,11 +34,13 @@ from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, Field
 
 from langgraph_ctx.strategies.arc.signals import FoldSettings, StallState, Triggers, observe
+from langgraph_ctx.strategies.managed import managed, title, unquoted
 
-CHECKLIST_TITLE = "[Checklist]"
-"""The first line of the checklist message."""
-MEMORY_TITLE = "[Interaction memory]"
-"""The first line of the interaction memory message."""
+CHECKLIST_TITLE = title("Checklist")
+"""The first line of the checklist message: what it is, and that the context
+manager wrote it, not the user (:mod:`~langgraph_ctx.strategies.managed`)."""
+MEMORY_TITLE = title("Interaction memory")
+"""The first line of the interaction memory message (as the checklist's)."""
 
 Status = Literal["open", "done", "dropped"]
 
@@ -205,19 +207,25 @@ def stamped(turn: int, entry: str) -> str:
 
 
 def render_checklist(items: Sequence[ChecklistItem]) -> str:
-    """The checklist message's text, as the actor reads it."""
-    lines = [CHECKLIST_TITLE]
+    """The checklist message's text, as the actor reads it: its title, then one
+    quoted line per item (a note may quote a tool result)."""
+    lines = []
     for i in items:
         lines.append(f"- [{i.status}] {i.id}: {i.text}" + (f" -- {i.note}" if i.note else ""))
-    return "\n".join(lines if items else [*lines, "- (no objectives stated)"])
+    return managed(CHECKLIST_TITLE, "\n".join(lines or ["- (no objectives stated)"]))
 
 
 def render_memory(body: str) -> str:
-    """The memory message's text, as the actor reads it."""
-    return f"{MEMORY_TITLE}\n{body}" if body else f"{MEMORY_TITLE}\n(nothing yet)"
+    """The memory message's text, as the actor reads it: its title, then ``body``
+    quoted line by line."""
+    return managed(MEMORY_TITLE, body or EMPTY_MEMORY)
+
+
+EMPTY_MEMORY = "(nothing yet)"
 
 
 def memory_body(text: str) -> str:
-    """The memory message's text without its title line (and the empty placeholder)."""
-    body = text.partition("\n")[2]
-    return "" if body == "(nothing yet)" else body
+    """The memory message's text without its title line and quotes (and the empty
+    placeholder): what the manager wrote."""
+    body = unquoted(text.partition("\n")[2])
+    return "" if body == EMPTY_MEMORY else body

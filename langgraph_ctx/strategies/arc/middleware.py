@@ -66,6 +66,7 @@ from langgraph_ctx.ledger.strategies import ArcReflection, ArcUpdateFailed, ArcU
 from langgraph_ctx.markers import KEY, PARTS, grown_parts, pin
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
+from langgraph_ctx.strategies import managed
 from langgraph_ctx.strategies.arc import manager as arc
 from langgraph_ctx.strategies.arc.model import ChatModelArcManager
 from langgraph_ctx.strategies.arc.offline import OfflineArcManager
@@ -506,7 +507,9 @@ def _grown(memory: BaseMessage, entry: str, ctx: CallContext) -> _Grown | None:
     if not entry:
         return None
     body = arc.memory_body(memory.text)
-    text = arc.render_memory("\n".join(x for x in (body, entry) if x))
+    # Quoted line by line, appended to the memory as it was sent: its prefix.
+    quoted = managed.quoted(entry)
+    text = f"{memory.text}\n{quoted}" if body else arc.render_memory(entry)
     # A deterministic id, as the edit core makes: a step re-run after a crash makes
     # the same message, and each version has its own id (reflection archives by id).
     digest = hashlib.sha1(f"{memory.id}\n{entry}".encode(), usedforsecurity=False).hexdigest()
@@ -518,15 +521,15 @@ def _grown(memory: BaseMessage, entry: str, ctx: CallContext) -> _Grown | None:
         # Tokenizers may merge a line's end with the newline after it, never the
         # newline with the next line: the last line, counted again with the entry,
         # is all that changes.
-        last = body.rpartition("\n")[2]
-        tokens = before + counter.count_text(f"{last}\n{entry}") - counter.count_text(last)
+        last = memory.text.rpartition("\n")[2]
+        tokens = before + counter.count_text(f"{last}\n{quoted}") - counter.count_text(last)
     else:  # the placeholder goes: title and entry are all there is to count
         tokens = counter.count_message(HumanMessage(text))
     # Each entry is a part of its own, from the line break before it (placement sends
     # the parts as content blocks): the memory as the previous call sent it, its last
     # part included, stays a block boundary this call, where a cache keyed on blocks
     # (Anthropic's) finds it.
-    parts = {PARTS: grown_parts(memory, len(text) - len(entry) - 1) if body else []}
+    parts = {PARTS: grown_parts(memory, len(text) - len(quoted) - 1) if body else []}
     grown = memory.model_copy(
         update={
             "content": text,

@@ -32,6 +32,7 @@ from langgraph_ctx.compression import Summarizer
 from langgraph_ctx.errors import ConfigurationError
 from langgraph_ctx.strategies.bacm.policy import FOLD_HEAD, CommitBlock, FoldAction, FoldRequest
 from langgraph_ctx.strategies.base import OfflineBaseline
+from langgraph_ctx.strategies.managed import unquoted
 
 STEP_ID = re.compile(r"\bc[0-9a-f]{5}x*\b")
 """A step id as the agent writes it."""
@@ -132,7 +133,7 @@ def _body(message: BaseMessage) -> BaseMessage:
     text = message.text
     if message.type != "system" or not text.startswith(FOLD_HEAD):
         return message
-    return message.model_copy(update={"content": text.partition("\n")[2]})
+    return message.model_copy(update={"content": unquoted(text.partition("\n")[2])})
 
 
 def _said(message: AIMessage) -> str:

@@ -42,6 +42,7 @@ from langgraph_ctx.edits import is_note
 from langgraph_ctx.edits.core import EditOp, protected_ids
 from langgraph_ctx.errors import ContextRunError
 from langgraph_ctx.ledger.parts import Budget
+from langgraph_ctx.strategies.managed import managed, title
 from langgraph_ctx.strategies.manager_room import (
     LEAST_ROOM,
     Item,
@@ -55,7 +56,10 @@ from langgraph_ctx.strategies.manager_room import (
 
 FOLD_TOOL = "fold"
 FOLD_HEAD = "[Folded steps"
-"""The first words of a folded block: ``[Folded steps c1a2b, c3c4d]``."""
+"""The first words of a folded block: ``[Folded steps c1a2b, c3c4d: kept by the
+context manager, ...]``, then its text, quoted (:mod:`~langgraph_ctx.strategies.managed`):
+it is sent as a system message, and tool output copied into it must not read as
+the system's words."""
 FOLD_ACK = "Fold received: it is applied before your next step."
 
 
@@ -220,7 +224,7 @@ def fold_ops(
             "'merged' is empty: write what the folded steps found that the task still needs"
         )
     ids = [b.id for b in chosen]
-    text = f"{FOLD_HEAD} {', '.join(ids)}]\n{action.merged.strip()}"
+    text = managed(title(f"{FOLD_HEAD[1:]} {', '.join(ids)}"), action.merged.strip())
     messages = tuple(x for b in chosen for x in b.message_ids)
     return [EditOp(messages, "system", f"{by}: {fold_kind(action)} fold of {ids}", text)], ids
 
