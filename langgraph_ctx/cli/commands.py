@@ -1,4 +1,4 @@
-"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``.
+"""The ``langgraph-ctx`` command: ``demo``, ``migrate``, ``inspect``, ``export``.
 
 Exit codes: 0 done; 1 ``migrate --status`` found work to do, or ``inspect``
 found no such thread; 2 a usage or configuration error (a bad URL, an
@@ -40,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_migrate(commands)
     _add_inspect(commands)
+    _add_export(commands)
     return parser
 
 
@@ -61,9 +62,11 @@ def _subcommand(commands: _Commands, run: Callable[[argparse.Namespace], int]) -
     return parser
 
 
-def _database_url(parser: argparse.ArgumentParser) -> None:
+def _database_url(parser: argparse.ArgumentParser, *aliases: str) -> None:
     parser.add_argument(
         "--database-url",
+        *aliases,
+        dest="database_url",
         default=os.environ.get(URL_ENV),
         help=f"postgresql://..., sqlite:///path or memory:// (default: ${URL_ENV}, "
         "else the SQLite file under $LANGGRAPH_CTX_HOME or the user data directory)",
@@ -208,6 +211,42 @@ def _inspect(args: argparse.Namespace) -> int:
     else:
         print(format_inspection(result))
     return 0 if result.found else 1
+
+
+# -- export ----------------------------------------------------------------
+
+
+def _add_export(commands: _Commands) -> None:
+    export = _subcommand(commands, _export)
+    _database_url(export, "--db")
+    export.add_argument("--thread", help="only this thread (default: every thread)")
+    export.add_argument(
+        "--since", help="only decisions at or after this time: Unix seconds or ISO (UTC)"
+    )
+    export.add_argument(
+        "--out", type=Path, help="write the JSON lines to this file (default: stdout)"
+    )
+
+
+def _export(args: argparse.Namespace) -> int:
+    """Export the context decisions of a thread or a whole database as JSON lines.
+
+    One record per decision (an edit, a compression, a fold, a manager call, a
+    PACE view): what it saw, what it did, what followed (tokens saved, removed
+    messages later glimpsed or recalled). Schema: docs/decisions.md
+    (schema_version 1); datasets.load_dataset("json", data_files=...) reads it.
+    """
+    from langgraph_ctx.cli.export import export_decisions, parse_since, write_jsonl
+
+    since = parse_since(args.since)
+    records = export_decisions(args.database_url, thread_id=args.thread, since=since)
+    if args.out is None:
+        n = write_jsonl(records, sys.stdout)
+    else:
+        with args.out.open("w", encoding="utf-8") as out:
+            n = write_jsonl(records, out)
+    print(f"exported {n} decisions", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
