@@ -174,3 +174,32 @@ def test_the_export_loads_with_datasets(tmp_path: Path, monkeypatch: pytest.Monk
     assert [row["outcome"]["glimpsed_ids"] for row in loaded] == [
         r["outcome"]["glimpsed_ids"] for r in records
     ]
+
+
+def test_export_from_postgres_matches_sqlite(
+    postgres_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same session in PostgreSQL (events' ts a timestamptz, archive content jsonb).
+    from langgraph_ctx.storage.migrations import migrate
+
+    migrate(postgres_db)
+    calls = [{"name": "lookup", "args": {"topic": f"t{i}"}, "id": f"c{i}"} for i in range(8)]
+    script: list[Any] = [*(AIMessage("", tool_calls=[c]) for c in calls)]
+    model = ScriptedChatModel(responses=[*script, glimpse_first_archived, "Done."])
+    agent = create_context_agent(
+        model,
+        [lookup],
+        think=False,
+        always_include=["lookup"],
+        budget=Budget.for_window(4_000),
+        recall=True,
+        checkpointer=postgres_db,
+    )
+    cfg = {"configurable": {"thread_id": "pg"}}
+    state = agent.invoke({"messages": [HumanMessage("Find the records.")]}, cfg)
+    assert main(["export", "--db", postgres_db, "--thread", "pg"]) == 0
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    decided = [e for e in state["context_ledger"] if e["kind"] in ("context_edit",)]
+    assert decided and {r["seq"] for r in records} >= {e["seq"] for e in decided}
+    assert all(isinstance(r["ts"], float) for r in records)
+    assert any(r["outcome"]["glimpsed_ids"] for r in records)
