@@ -203,3 +203,33 @@ def test_export_from_postgres_matches_sqlite(
     assert decided and {r["seq"] for r in records} >= {e["seq"] for e in decided}
     assert all(isinstance(r["ts"], float) for r in records)
     assert any(r["outcome"]["glimpsed_ids"] for r in records)
+
+
+def test_chat_format_pairs_the_originals_with_the_text_written_in_their_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.sqlite"
+    state = session(db)
+    out = tmp_path / "chat.jsonl"
+    assert main(["export", "--db", f"sqlite:///{db}", "--format", "chat", "--out", str(out)]) == 0
+    chats = [json.loads(line) for line in out.read_text().splitlines()]
+    edits = [e for e in state["context_ledger"] if e["kind"] == "context_edit"]
+    assert [c["seq"] for c in chats] == [e["seq"] for e in edits]
+    live = {str(m.id): m.text for m in state["messages"]}
+    for chat, edit in zip(chats, edits, strict=True):
+        assert chat["schema_version"] == SCHEMA_VERSION and chat["format"] == "chat"
+        system, user, assistant = chat["messages"]
+        assert [system["role"], user["role"], assistant["role"]] == ["system", "user", "assistant"]
+        assert user["content"].startswith("Task:\nFind the records.")
+        # The originals, from the archive (a compacted result keeps its id: the live
+        # message under it is the digest, the answer).
+        assert user["content"].count("pallet customs tariff") >= 200
+        written = [op["new_id"] for op in edit["data"]["operations"] if op["new_id"]]
+        assert assistant["content"] == "\n\n".join(live[i] for i in written)
+        assert "[Compacted tool result]" in assistant["content"]
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    loaded = datasets.load_dataset(
+        "json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache")
+    )
+    assert loaded[0]["messages"] == chats[0]["messages"]

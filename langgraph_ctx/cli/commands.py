@@ -226,6 +226,14 @@ def _add_export(commands: _Commands) -> None:
     export.add_argument(
         "--out", type=Path, help="write the JSON lines to this file (default: stdout)"
     )
+    export.add_argument(
+        "--format",
+        choices=("decisions", "chat"),
+        default="decisions",
+        help="decisions: one record per decision; chat: the decisions that wrote text in "
+        "place of messages, as system/user/assistant messages for a trainer "
+        "(default: %(default)s)",
+    )
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -236,10 +244,11 @@ def _export(args: argparse.Namespace) -> int:
     messages later glimpsed or recalled). Schema: docs/decisions.md
     (schema_version 1); datasets.load_dataset("json", data_files=...) reads it.
     """
-    from langgraph_ctx.cli.export import export_decisions, parse_since, write_jsonl
+    from langgraph_ctx.cli.export import export_chat, export_decisions, parse_since, write_jsonl
 
     since = parse_since(args.since)
-    records = export_decisions(args.database_url, thread_id=args.thread, since=since)
+    export = export_chat if args.format == "chat" else export_decisions
+    records = export(args.database_url, thread_id=args.thread, since=since)
     if args.out is None:
         n = write_jsonl(records, sys.stdout)
     else:

@@ -12,14 +12,25 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from langchain_core.messages import BaseMessage, messages_from_dict
+from typing_extensions import TypedDict
+
 from langgraph_ctx.cli.inspect import _events, _history
+from langgraph_ctx.compression.summarizers import transcript
 from langgraph_ctx.errors import ConfigurationError
-from langgraph_ctx.ledger.decisions import DecisionRecord, decisions, glimpse_references
+from langgraph_ctx.ledger.decisions import (
+    SCHEMA_VERSION,
+    DecisionRecord,
+    Outcome,
+    decisions,
+    glimpse_references,
+)
 from langgraph_ctx.storage.checkpointers import checkpointer_from_url
 from langgraph_ctx.storage.urls import DatabaseURL, parse_url
 
@@ -50,6 +61,87 @@ def export_decisions(
 ) -> Iterator[DecisionRecord]:
     """Every decision record of ``thread_id`` (else of every thread), in thread and
     sequence order; ``since``: only decisions at or after that Unix time."""
+    for record, _ in _walk(url, thread_id, since, originals=False):
+        yield record
+
+
+def export_chat(
+    url: str | None, *, thread_id: str | None = None, since: float | None = None
+) -> Iterator[ChatRecord]:
+    """The decisions that wrote text in place of messages, as chat examples (see
+    :class:`ChatRecord`); a decision whose originals are not in the archive is left out."""
+    for record, found in _walk(url, thread_id, since, originals=True):
+        chat = chat_record(record, found)
+        if chat is not None:
+            yield chat
+
+
+class ChatRecord(TypedDict):
+    """One line of ``export --format chat``: a decision as a conversation a trainer
+    reads (TRL's conversational format): the instruction, the task and the messages
+    the decision replaced, and, as the assistant's answer, the text it wrote."""
+
+    schema_version: int
+    format: str
+    thread_id: str
+    namespace: str
+    seq: int
+    kind: str
+    source: str | None
+    messages: list[dict[str, str]]
+    outcome: Outcome
+
+
+CHAT_INSTRUCTION = (
+    "You manage the context of an AI agent. Replace the messages below with the text "
+    "the agent should keep in their place: what its task still needs (ids, values, "
+    "names, failed attempts), nothing it does not."
+)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A thread's messages by id, archived and live, and its task."""
+
+    archived: dict[str, BaseMessage]
+    """The originals, as the archive keeps them (a compacted result keeps its id:
+    its original is here, its digest in ``live``)."""
+    live: dict[str, BaseMessage]
+    task: str
+
+
+def chat_record(record: DecisionRecord, found: Found) -> ChatRecord | None:
+    """``record`` as a chat example, if its originals and what it wrote are known
+    (``tool_results_compacted`` is left out: its ``context_edit`` is the same edit)."""
+    if record["kind"] == "tool_results_compacted":
+        return None
+    removed = [found.archived.get(i) for i in record["did"]["removed_ids"]]
+    written = [found.live.get(i) or found.archived.get(i) for i in record["did"]["written_ids"]]
+    if not removed or not written or None in removed or None in written:
+        return None
+    originals = transcript([m for m in removed if m is not None])
+    answer = "\n\n".join(str(m.text) for m in written if m is not None)
+    ask = (f"Task:\n{found.task}\n\n" if found.task else "") + f"Messages:\n{originals}"
+    return ChatRecord(
+        schema_version=SCHEMA_VERSION,
+        format="chat",
+        thread_id=record["thread_id"],
+        namespace=record["namespace"],
+        seq=record["seq"],
+        kind=record["kind"],
+        source=record["source"],
+        messages=[
+            {"role": "system", "content": CHAT_INSTRUCTION},
+            {"role": "user", "content": ask},
+            {"role": "assistant", "content": answer},
+        ],
+        outcome=record["outcome"],
+    )
+
+
+def _walk(
+    url: str | None, thread_id: str | None, since: float | None, *, originals: bool
+) -> Iterator[tuple[DecisionRecord, Found]]:
     db = parse_url(url)
     if db.kind == "memory":
         raise ConfigurationError("database_url", "memory:// keeps no sessions to export")
@@ -71,14 +163,22 @@ def export_decisions(
                     events, _ = _events(logged, list(values.get("context_ledger") or ()))
                     archived = _archived(query, tables, thread, namespace)
                     glimpsed = glimpse_references([*messages, *archived])
+                    known = Found({}, {}, "")
+                    if originals:
+                        task = next((m for m in messages if m.type == "human"), None)
+                        known = Found(
+                            {str(m.id): m for m in archived},
+                            {str(m.id): m for m in messages},
+                            "" if task is None else str(task.text),
+                        )
                     for record in decisions(
                         events, thread_id=thread, namespace=namespace, glimpsed=glimpsed
                     ):
                         if since is None or (record["ts"] or 0.0) >= since:
-                            yield record
+                            yield record, known
 
 
-def write_jsonl(records: Iterator[DecisionRecord], out: TextIO) -> int:
+def write_jsonl(records: Iterator[Mapping[str, Any]], out: TextIO) -> int:
     """One JSON object a line; returns how many."""
     n = 0
     for record in records:
@@ -174,36 +274,22 @@ def _logged(query: Query, tables: set[str], thread: str, namespace: str) -> list
     ]
 
 
-def _archived(query: Query, tables: set[str], thread: str, namespace: str) -> list[Any]:
-    """The archived originals with tool calls, as dicts (enough to find ``glimpse``)."""
+def _archived(query: Query, tables: set[str], thread: str, namespace: str) -> list[BaseMessage]:
+    """The thread's archived originals (``messages_to_dict`` form in the table), in
+    their order; one that no longer loads is left out."""
     if "lgctx_archive" not in tables:
         return []
-    sql = "SELECT {content} FROM lgctx_archive WHERE thread_id = ? AND namespace = ?"
-    out: list[Any] = []
+    sql = (
+        "SELECT {content} FROM lgctx_archive WHERE thread_id = ? AND namespace = ?"
+        " ORDER BY position"
+    )
+    out: list[BaseMessage] = []
     for (raw,) in query(sql, (thread, namespace)):
-        content = json.loads(raw) if isinstance(raw, str) else raw
-        calls = _calls_in(content)
-        if calls:
-            out.append(_Calls(calls))
+        try:
+            out += messages_from_dict([json.loads(raw) if isinstance(raw, str) else raw])
+        except (ValueError, KeyError, TypeError):
+            continue  # written by a version whose form this one cannot read
     return out
-
-
-class _Calls:
-    """An archived message reduced to its tool calls."""
-
-    def __init__(self, calls: list[dict[str, Any]]) -> None:
-        self.tool_calls = calls
-
-
-def _calls_in(content: Any) -> list[dict[str, Any]]:
-    # A serialized message keeps its calls under "tool_calls" (LangChain's dumpd puts
-    # the message's fields under "kwargs").
-    if not isinstance(content, dict):
-        return []
-    for where in (content, content.get("kwargs"), content.get("data")):
-        if isinstance(where, dict) and isinstance(where.get("tool_calls"), list):
-            return [c for c in where["tool_calls"] if isinstance(c, dict)]
-    return []
 
 
 def _seconds(ts: Any) -> float | None:

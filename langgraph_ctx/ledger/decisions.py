@@ -207,6 +207,9 @@ def _did(kind: str, data: Mapping[str, Any]) -> Did:
         "pace_context": "condense",
         "ceiling_enforced": "fit",
     }[kind]
+    grew = data.get("memory")
+    if isinstance(grew, Mapping) and grew.get("into"):
+        written.append(str(grew["into"]))  # ARC's fold: the memory grown by its entry
     if kind == "arc_reflection":
         removed = [str(x) for x in data.get("replaced") or ()]
         written = [str(x) for x in data.get("by") or () if x is not None]
