@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,9 +181,9 @@ def verify_elsewhere(url: str, strategy: str, keep: Keep, window: int,
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def run(strategy: str, keep: Keep, turns: list[int], window: int,
-        threads: int) -> list[list[str]]:  # fmt: skip
-    rows = []
+def run(strategy: str, keep: Keep, turns: list[int], window: int, threads: int,
+        rows: list[list[str]], done_row: Callable[[], None]) -> None:  # fmt: skip
+    """Appends a row to ``rows`` at each milestone, then calls ``done_row``."""
     names = [f"t{k}" for k in range(threads)]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.sqlite"
@@ -223,7 +224,7 @@ def run(strategy: str, keep: Keep, turns: list[int], window: int,
             )
             times = []
             print(" | ".join(rows[-1]), flush=True)
-    return rows
+            done_row()
 
 
 def main() -> None:
@@ -257,8 +258,9 @@ def main() -> None:
             plan.append((strategy, count, int(last)))
     rows: list[list[str]] = []
     for strategy, keep, last in plan:
-        rows += run(strategy, keep, [t for t in turns if t <= last], args.window, args.threads)
-        report(args, rows)  # after each run: a run stopped later keeps what it measured
+        # The section is written after each row: a run stopped later keeps what it measured.
+        goals = [t for t in turns if t <= last]
+        run(strategy, keep, goals, args.window, args.threads, rows, lambda: report(args, rows))
 
 
 def report(args: argparse.Namespace, rows: list[list[str]]) -> None:
