@@ -329,7 +329,10 @@ def main() -> None:
         " passages' words (`PassageRanking`) and shows the best `archive_hits` (8), except"
         " a hit the store's vector side found (`ArchiveHit.by_meaning`), which keeps its"
         " fused rank (`_recall_block.archive_order`): re-ranked by words, as before"
-        " e96fe99, 15/63 reached the block with hybrid at 10K.",
+        " e96fe99, 15/63 reached the block with hybrid at 10K. The block holds at most 8"
+        " archived hits within `max_tokens=1000` (a tool result's snippet takes up to 160),"
+        " searched 33 deep (fused over 33, not 20, of each list): about the facts in the"
+        " search's first 5 to 8, not its first 10.",
         "",
         *table(HEAD, rows),
     ]
