@@ -53,10 +53,10 @@ ORDER = [  # (file stem, what it answers, issue)
     ("long_recall_stages", "Where each long-horizon probe is lost, stage by stage", 14),
     (
         "answers_kept",
-        "Answers kept with the defaults, question asked: every strategy x recall x window",
+        "Answers kept with the defaults, question asked: every strategy x recall x window"
+        " (run at fa3b206)",
         31,
     ),
-    ("answers_kept_tau", "tau-bench answers kept again after PACE's step-room fix (2260c65)", 31),
     ("recall_defaults", "Recall's defaults at 2K-32K: answers kept, budget_unreachable", 31),
     ("presets", "Each paper's preset (AdaCoM, ARC, BACM, PACE) against our defaults", 35),
     ("prompt_cache_quick", "Prompt caching with recall's issue-31 defaults, before and after", 31),
