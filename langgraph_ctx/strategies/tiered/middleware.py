@@ -48,6 +48,7 @@ compress, and to which goal), :mod:`.prepared` (the summary prepared ahead),
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any
 
@@ -69,8 +70,15 @@ from langgraph_ctx.markers import summary_info
 from langgraph_ctx.pipeline import CallContext, Hook, IOCall, View
 from langgraph_ctx.storage.archive import MessageArchive
 from langgraph_ctx.strategies.base import RewritingStrategy
+from langgraph_ctx.strategies.recall_room import kept_recall, recall_share, without_recall
 from langgraph_ctx.strategies.tiered.ceiling import enforce_ceiling
-from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
+from langgraph_ctx.strategies.tiered.planner import (
+    BudgetFigures,
+    TierPlan,
+    TierPlanner,
+    Work,
+    messages_room,
+)
 from langgraph_ctx.strategies.tiered.prepared import prepare_ahead, take_prepared
 from langgraph_ctx.strategies.tiered.settings import DEFAULT_TARGET as _DEFAULT_TARGET
 from langgraph_ctx.strategies.tiered.settings import Shown, TieredSettings
@@ -81,6 +89,8 @@ from langgraph_ctx.strategies.tiered.summaries import (
     reporting,
     summary_message,
 )
+
+logger = logging.getLogger("langgraph_ctx.compression")
 
 
 class TieredCompression(RewritingStrategy):
@@ -177,17 +187,25 @@ class TieredCompression(RewritingStrategy):
         if self._own_summarizer and isinstance(self.summarizer, ExtractiveSummarizer):
             # Sized with the pipeline's counter, so "300 tokens" means what budgets mean.
             self.summarizer.counter = ctx.counter
-        work = self.planner.decide(view, ctx)
-        if work is not None:
-            view = yield from self._compress(view, ctx, work)
+        # The planner is pure: its inputs are gathered here, and what it found recorded.
+        figures = budget_figures(ctx)
+        messages: list[BaseMessage] = list(view.get("messages") or ())
+        advised = bool(ctx.session.scratch.get("compression_advised"))
+        count = ctx.session.cache.count_of
+        plan = self.planner.decide(messages, count, figures, advised=advised)
+        record_findings(plan, ctx)
+        if plan.work is not None:
+            view = yield from self._compress(view, ctx, plan.work, figures)
         elif self.prepare_ahead:
-            prepare_ahead(self.planner, self.summarizer, view, ctx)
+            prepare_ahead(self.planner, self.summarizer, view, ctx, figures)
         return (yield from enforce_ceiling(self, view, ctx))
 
-    def _compress(self, view: View, ctx: CallContext, work: Work) -> Hook[View]:
+    def _compress(
+        self, view: View, ctx: CallContext, work: Work, figures: BudgetFigures
+    ) -> Hook[View]:
         """Apply ``work``: with the summary prepared ahead if it is still right for
         this history (waiting for it if it is under way), else one made now."""
-        ready, why = take_prepared(self.planner, work, ctx)
+        ready, why = take_prepared(self.planner, work, ctx, figures)
         if ready is not None:
             ahead, pending = ready
             outcome = pending.outcome()
@@ -322,6 +340,53 @@ class TieredCompression(RewritingStrategy):
         through = str(work.plan.compress[-1].id)
         covers = [str(m.id) for m in work.source]
         return summary_message(text, seq, through, covers=covers, meta=work.meta)
+
+
+def budget_figures(ctx: CallContext) -> BudgetFigures:
+    """The budget numbers the planner reads, from pre-flight's report for this call
+    (zone and allocations without recall's additions: strategies/recall_room.py)."""
+    report = ctx.measured()
+    history = without_recall(ctx)
+    return BudgetFigures(
+        zone=history.zone,
+        messages_over="messages" in history.over,
+        messages_used=report.used.get("messages", 0),
+        messages_budget=ctx.budget.messages,
+        messages_capped=ctx.budget.messages_cap,
+        kept_recall=kept_recall(ctx),
+        room=messages_room(report, ctx.budget, recall_share(ctx)),
+        calibration=report.calibration,
+    )
+
+
+def record_findings(plan: TierPlan, ctx: CallContext) -> None:
+    """Record what the planner found on the way (before its work is applied)."""
+    if plan.candidates is not None:
+        # Once per approach to the red line, not on every yellow call.
+        ctx.session.scratch["compression_advised"] = True
+        found = plan.candidates
+        ctx.record(
+            "compression_candidates",
+            ledger.CompressionCandidates(
+                messages=found.messages, tokens=found.tokens, through=found.through
+            ),
+        )
+    if plan.unreachable is not None:
+        report = ctx.measured()
+        pinned, why = plan.unreachable.pinned_tokens, plan.unreachable.reason
+        data = ledger.BudgetUnreachable(
+            total=report.total, prompt_limit=report.prompt_limit, pinned_tokens=pinned, reason=why
+        )
+        ctx.record("budget_unreachable", data)
+        logger.warning(
+            "context budget cannot be met on node %r (total %d > limit %d, pinned %d tokens): "
+            "%s; pinned content is kept",
+            ctx.node,
+            report.total,
+            report.prompt_limit,
+            pinned,
+            why,
+        )
 
 
 def _release_kept_recall(ctx: CallContext) -> None:

@@ -28,8 +28,7 @@ from langgraph_ctx.history import jobs as _prepare
 from langgraph_ctx.history.structure import Plan, split_tiers
 from langgraph_ctx.ledger.core import PreparedOutcome
 from langgraph_ctx.pipeline import CallContext, View
-from langgraph_ctx.strategies.recall_room import without_recall
-from langgraph_ctx.strategies.tiered.planner import TierPlanner, Work
+from langgraph_ctx.strategies.tiered.planner import BudgetFigures, Count, TierPlanner, Work
 from langgraph_ctx.strategies.tiered.summaries import reporting
 from langgraph_ctx.tokens import TokenCounter
 
@@ -47,19 +46,25 @@ PREPARED = "compression_prepared"
 
 
 def prepare_ahead(
-    planner: TierPlanner, summarizer: Summarizer, view: View, ctx: CallContext
+    planner: TierPlanner,
+    summarizer: Summarizer,
+    view: View,
+    ctx: CallContext,
+    figures: BudgetFigures,
 ) -> None:
-    """In the yellow zone, start summarizing what the next compression removes."""
-    report = ctx.measured()
-    if without_recall(ctx).zone != "yellow":
+    """In the yellow zone, start summarizing what the next compression removes
+    (``figures``: this call's, as the planner read them)."""
+    if figures.zone != "yellow":
         return
     scratch = ctx.session.scratch
     pending: _prepare.Prepared | None = scratch.get(PREPARED)
     # The messages' tokens, raw (as the cache counts).
-    used = int(report.used.get("messages", 0) / max(report.calibration, 1e-6))
+    used = figures.raw(figures.messages_used)
+    messages: list[BaseMessage] = list(view.get("messages") or ())
+    count = ctx.session.cache.count_of
     work = None
     if pending is not None:
-        tiers = split_tiers(list(view.get("messages") or ()), pin_task=planner.pin_task)
+        tiers = split_tiers(messages, pin_task=planner.pin_task)
         if pending.fits(tiers.summaries, tiers.rest):
             if not pending.future.done():
                 return  # under way; refreshed, if need be, once it is done
@@ -68,7 +73,7 @@ def prepare_ahead(
                 # only once it has grown enough to move the span. (A span a
                 # turn short is still applied at the crossing: ``short``.)
                 return
-            work = planner.decide(view, ctx, ahead=True)
+            work = planner.decide(messages, count, figures, ahead=True).work
             if work is None or (
                 len(pending.span) >= len(work.plan.compress) and pending.meta >= work.meta
             ):
@@ -78,7 +83,7 @@ def prepare_ahead(
         # past what it covers): made again for the history as it is now.
         pending.discard()
         del scratch[PREPARED]
-    work = work or planner.decide(view, ctx, ahead=True)
+    work = work or planner.decide(messages, count, figures, ahead=True).work
     if work is None or not work.source or work.compact:
         return  # the crossing call must compact kept tool results: nothing to prepare
     source, max_tokens = list(work.source), work.max_tokens
@@ -115,7 +120,7 @@ def prepare_ahead(
 
 
 def take_prepared(
-    planner: TierPlanner, work: Work, ctx: CallContext
+    planner: TierPlanner, work: Work, ctx: CallContext, figures: BudgetFigures
 ) -> tuple[tuple[Work, _prepare.Prepared] | None, PreparedOutcome]:
     """The compression prepared ahead, as work to apply with its summary, if it is
     still right for this history (ready, or under way and waitable); else
@@ -141,7 +146,7 @@ def take_prepared(
     elif n > compressible:
         why = "span_mismatch"  # it would touch the protected turns
     elif n < len(plan.compress) and not _frees_enough(
-        planner, list(tiers.rest[:n]), pending, plan, ctx
+        planner, list(tiers.rest[:n]), pending, plan, ctx.session.cache.count_of, figures
     ):
         why = "span_mismatch"  # it would free too little
     elif work.meta and not pending.meta:
@@ -168,7 +173,8 @@ def _frees_enough(
     span: list[BaseMessage],
     pending: _prepare.Prepared,
     plan: Plan,
-    ctx: CallContext,
+    count: Count,
+    figures: BudgetFigures,
 ) -> bool:
     # A span a turn or two short of the synchronous plan's (the crossing turn
     # went past the red line by more than the plan made ahead foresaw) is
@@ -179,12 +185,9 @@ def _frees_enough(
     # the goal: with a deep target (recall on) a span a quarter short keeps
     # twice the goal verbatim, and what a compression keeps is what a
     # provider's prompt cache misses after it.
-    count = ctx.session.cache.count_of
     freed = sum(count(m) for m in span)
-    report = ctx.measured()
-    calibration = max(report.calibration, 1e-6)
-    line, goal = planner.line_and_goal(plan.tiers, ctx)  # raw, as the cache counts
-    used = int(report.used.get("messages", 0) / calibration)
+    line, goal = planner.line_and_goal(plan.tiers, count, figures)  # raw, as the cache counts
+    used = figures.raw(figures.messages_used)
     most = freed >= SHORT_SPAN_SHARE * sum(count(m) for m in plan.compress)
     if pending.meta:  # the summary replaces the earlier layers too
         freed += sum(count(m) for m in plan.tiers.summaries)
