@@ -225,3 +225,59 @@ def test_every_recorder_passes_a_typed_value() -> None:
     assert not untyped, untyped
     kinds = {k.value for _, k, _, _ in calls if isinstance(k, ast.Constant)}
     assert kinds <= set(EVENT_TYPES), kinds - set(EVENT_TYPES)
+
+
+# Fields of the strategies' events still without a docstring of their own (issue 32;
+# ledger/strategies.py, reworked with the strategies' folders). May only shrink.
+UNDOCUMENTED = {
+    ("pace_context", "brief"),
+    ("pace_context", "detailed"),
+    ("pace_context", "omitted"),
+    ("pace_context", "placeholder"),
+    ("fold", "limit"),
+    ("fold", "pending"),
+    ("fold", "remaining"),
+}
+
+
+def _field_docs() -> dict[str, dict[str, bool]]:
+    """For each ledger type (by class name): each field it declares, and whether a
+    docstring follows it (what the API reference shows for it)."""
+    found: dict[str, dict[str, bool]] = {}
+    for module in (ledger.core, ledger.parts, ledger.strategies):
+        for node in ast.parse(inspect.getsource(module)).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            body = node.body
+            found[node.name] = {
+                getattr(field.target, "id", ""): i + 1 < len(body)
+                and isinstance(body[i + 1], ast.Expr)
+                and isinstance(getattr(body[i + 1], "value", None), ast.Constant)
+                for i, field in enumerate(body)
+                if isinstance(field, ast.AnnAssign)
+            }
+    return found
+
+
+def _declaring(t: Any) -> list[Any]:
+    """``t`` and the TypedDicts it extends (a TypedDict's ``__mro__`` forgets them)."""
+    out = [t]
+    for base in getattr(t, "__orig_bases__", ()):
+        if hasattr(base, "__required_keys__"):
+            out += _declaring(base)
+    return out
+
+
+def test_every_kind_and_field_is_documented() -> None:
+    """The API reference (docs/reference/ledger.md) renders these docstrings: each
+    kind's type names its kind, and each field says what it holds."""
+    docs = _field_docs()
+    bare = set()
+    for kind, t in EVENT_TYPES.items():
+        assert f"``{kind}``" in (t.__doc__ or ""), (kind, t.__name__)
+        for name in t.__required_keys__ | t.__optional_keys__:
+            declared = [docs[b.__name__][name] for b in _declaring(t) if name in docs[b.__name__]]
+            if not any(declared):
+                bare.add((kind, name))
+    assert bare <= UNDOCUMENTED, sorted(bare - UNDOCUMENTED)
+    assert bare >= UNDOCUMENTED, f"documented now, take off UNDOCUMENTED: {UNDOCUMENTED - bare}"

@@ -13,12 +13,19 @@ class Usage(TypedDict):
     by name, ratios to 4 decimals)."""
 
     used: dict[str, int]
+    """Tokens per component (``system``, ``messages``, ``tools``, ``auxiliary``)."""
     allocation: dict[str, int]
+    """Each component's allocation, rebalanced to what the others leave."""
     total: int
+    """The prompt's tokens."""
     window: int
+    """The model's context window."""
     utilization: float
+    """``total / window``."""
     zone: str
+    """``green``, ``yellow`` or ``red`` (red at or over the red line)."""
     calibration: float
+    """Provider tokens per counted token, as learned so far."""
 
 
 class Fitted(TypedDict):
@@ -31,7 +38,9 @@ class Fitted(TypedDict):
     omitted: list[str]
     """Messages left out of this prompt (still in the history)."""
     tokens_before: int
+    """Raw tokens of what was fitted, before."""
     tokens_after: int
+    """Raw tokens of it after the fit."""
 
 
 class Budget(TypedDict):
@@ -83,6 +92,7 @@ class EditOperation(TypedDict):
     widened: list[str]
     """Messages added so no tool call is split from its result."""
     role: str | None
+    """The role it gave the message it wrote (``None``: the role kept, or nothing written)."""
     rationale: str
     """Why, in the strategy's words."""
     new_id: str | None
@@ -93,6 +103,7 @@ class EditRecord(TypedDict):
     """An applied edit (``EditPlan.ledger()``)."""
 
     operations: list[EditOperation]
+    """Its operations, in the order applied."""
     removed: list[str]
     """Ids of the messages it removed (archived first)."""
 
@@ -101,6 +112,7 @@ class IOFailed(TypedDict):
     """A memory call that timed out or failed; the call went on without it."""
 
     latency_ms: float
+    """How long the call ran before it timed out or failed."""
     timeout_s: float | None
     """The timeout it ran under."""
     error: NotRequired[str]
