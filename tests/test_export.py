@@ -17,7 +17,7 @@ from langchain_core.tools import tool
 from langgraph_ctx import Budget
 from langgraph_ctx.agent import create_context_agent
 from langgraph_ctx.cli import main
-from langgraph_ctx.ledger.decisions import SCHEMA_VERSION
+from langgraph_ctx.ledger.decisions import SCHEMA_VERSION, decisions
 from langgraph_ctx.testing import ScriptedChatModel
 
 FIELDS = {
@@ -233,3 +233,34 @@ def test_chat_format_pairs_the_originals_with_the_text_written_in_their_place(
         "json", data_files=str(out), split="train", cache_dir=str(tmp_path / "cache")
     )
     assert loaded[0]["messages"] == chats[0]["messages"]
+
+
+def test_each_kind_is_read_through_its_type_so_a_reflection_is_decided_by_arc() -> None:
+    """An ARC reflection's ``by`` is the ids it wrote, not who decided: read as its
+    ledger type, its source is the strategy (it was the ids' list as a string)."""
+    events: list[dict[str, Any]] = [
+        {"seq": 1, "kind": "utilization", "data": {"total": 900, "window": 4096}},
+        {
+            "seq": 2,
+            "kind": "arc_reflection",
+            "data": {
+                "arc": "reflection",
+                "turn": 3,
+                "triggers": ["stall"],
+                "rationale": "r",
+                "replaced": ["mem1", "list1"],
+                "by": ["mem2", None],
+            },
+        },
+        {"seq": 3, "kind": "fold", "data": {"by": "policy", "kind": "range", "commits": ["b1"]}},
+        {"seq": 4, "kind": "recall", "data": {"ids": ["mem1"]}},
+    ]
+    reflection, fold = decisions(events, thread_id="t")
+    assert reflection["source"] == "arc"
+    assert reflection["did"]["removed_ids"] == ["mem1", "list1"]
+    assert reflection["did"]["written_ids"] == ["mem2"]
+    assert reflection["saw"]["tokens"] == 900
+    assert reflection["outcome"]["recalled_ids"] == ["mem1"]
+    assert fold["source"] == "policy"
+    assert fold["did"]["action"] == "fold:range"
+    assert fold["saw"]["ids"] == ["b1"]

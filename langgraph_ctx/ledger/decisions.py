@@ -29,6 +29,18 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from langgraph_ctx.ledger import event_data
+from langgraph_ctx.ledger.core import (
+    CeilingEnforced,
+    ContextEdit,
+    EditRejected,
+    Recall,
+    ToolResultsCompacted,
+    Utilization,
+)
+from langgraph_ctx.ledger.parts import EditNote
+from langgraph_ctx.ledger.strategies import ArcReflection, Fold, PaceContext
+
 SCHEMA_VERSION = 1
 """Bumped when a field changes meaning or type; a new optional field keeps it."""
 
@@ -136,23 +148,25 @@ def decisions(
     ordered = sorted(events, key=lambda e: int(e["seq"]))
     asked = set(glimpsed)
     out: list[DecisionRecord] = []
-    measure: Mapping[str, Any] = {}
+    # Each kind's data read through its ledger type (``.get``: an event table written
+    # by an earlier version may lack a field).
+    measure: Utilization | Mapping[str, Any] = {}
     for i, event in enumerate(ordered):
         kind = str(event["kind"])
         data: Mapping[str, Any] = event.get("data") or {}
-        if kind == "utilization":
-            measure = data
+        if (use := event_data(event, Utilization)) is not None:
+            measure = use
             continue
         if kind not in DECISION_KINDS:
             continue
-        did = _did(kind, data)
+        did = _did(event)
         later = ordered[i + 1 :]
         removed = set(did["removed_ids"])
         recalled = {
             str(x)
             for e in later
-            if e["kind"] == "recall"
-            for x in (e.get("data") or {}).get("ids") or ()
+            if (recall := event_data(e, Recall)) is not None
+            for x in recall.get("ids") or ()
         }
         before, after = did["tokens_before"], did["tokens_after"]
         out.append(
@@ -164,12 +178,12 @@ def decisions(
                 ts=_float(event.get("ts")),
                 node=event.get("node"),
                 kind=kind,
-                source=str(data.get("source") or data.get("by") or _SOURCE.get(kind) or "") or None,
+                source=_source(event),
                 saw=Saw(
                     tokens=_int(measure.get("total")),
                     window=_int(measure.get("window")),
                     utilization=_float(measure.get("utilization")),
-                    ids=_named(kind, data),
+                    ids=_named(event),
                 ),
                 did=did,
                 outcome=Outcome(
@@ -186,19 +200,54 @@ def decisions(
     return out
 
 
-def _did(kind: str, data: Mapping[str, Any]) -> Did:
-    removed = [str(x) for x in data.get("removed") or ()]
-    written = [
-        str(op["new_id"]) for op in data.get("operations") or () if op.get("new_id") is not None
-    ]
-    before, after = _int(data.get("tokens_before")), _int(data.get("tokens_after"))
-    if kind == "tool_results_compacted":
+def _source(event: Mapping[str, Any]) -> str | None:
+    """Who decided: an edit's middleware, a fold's or a fit's ``by``, else the
+    kind's strategy (an ARC reflection's ``by`` is the ids it wrote, not who)."""
+    by: Any = None
+    if (edit := event_data(event, ContextEdit) or event_data(event, EditRejected)) is not None:
+        by = edit.get("source")
+    elif (fold := event_data(event, Fold)) is not None:
+        by = fold.get("by")
+    elif (fitted := event_data(event, CeilingEnforced)) is not None:
+        by = fitted.get("by")
+    return str(by or _SOURCE.get(str(event["kind"])) or "") or None
+
+
+def _did(event: Mapping[str, Any]) -> Did:
+    removed: list[str] = []
+    written: list[str] = []
+    tokens: tuple[Any, Any] = (None, None)
+    note: EditNote | None = None
+    if (edit := event_data(event, ContextEdit)) is not None:
+        removed = [str(x) for x in edit.get("removed") or ()]
+        written = [
+            str(op["new_id"]) for op in edit.get("operations") or () if op.get("new_id") is not None
+        ]
+        tokens, note = (edit.get("tokens_before"), edit.get("tokens_after")), edit
+    elif (rejected := event_data(event, EditRejected)) is not None:
+        note = rejected
+    elif (compacted := event_data(event, ToolResultsCompacted)) is not None:
         # A digest keeps its result's id: removed and written are the same ids.
-        removed = written = [str(x) for x in data.get("ids") or ()]
+        removed = [str(x) for x in compacted.get("ids") or ()]
+        written = list(removed)
+        tokens = (compacted.get("tokens_before"), compacted.get("tokens_after"))
+    elif (reflection := event_data(event, ArcReflection)) is not None:
+        removed = [str(x) for x in reflection.get("replaced") or ()]
+        written = [str(x) for x in reflection.get("by") or () if x is not None]
+    elif (fitted := event_data(event, CeilingEnforced)) is not None:
+        removed = [str(x) for x in fitted.get("omitted") or ()]
+        tokens = (fitted.get("tokens_before"), fitted.get("tokens_after"))
+    elif (condensed := event_data(event, PaceContext)) is not None:
+        tokens = (condensed.get("tokens_before"), condensed.get("tokens_after"))
+    grew = note.get("memory") if note is not None else None
+    if isinstance(grew, Mapping) and grew.get("into"):
+        written.append(str(grew["into"]))  # ARC's fold: the memory grown by its entry
+    fold = event_data(event, Fold)
+    kind = str(event["kind"])
     action = {
         "context_edit": "edit",
         "tool_results_compacted": "compact",
-        "fold": f"fold:{data.get('kind', '')}",
+        "fold": f"fold:{fold.get('kind', '') if fold is not None else ''}",
         "fold_guard": "guard",
         "manager_unchanged": "unchanged",
         "manager_failed": "failed",
@@ -207,30 +256,24 @@ def _did(kind: str, data: Mapping[str, Any]) -> Did:
         "pace_context": "condense",
         "ceiling_enforced": "fit",
     }[kind]
-    grew = data.get("memory")
-    if isinstance(grew, Mapping) and grew.get("into"):
-        written.append(str(grew["into"]))  # ARC's fold: the memory grown by its entry
-    if kind == "arc_reflection":
-        removed = [str(x) for x in data.get("replaced") or ()]
-        written = [str(x) for x in data.get("by") or () if x is not None]
-    if kind == "ceiling_enforced":
-        removed = [str(x) for x in data.get("omitted") or ()]
     return Did(
         action=action,
         removed_ids=removed,
         written_ids=written,
-        tokens_before=before,
-        tokens_after=after,
+        tokens_before=_int(tokens[0]),
+        tokens_after=_int(tokens[1]),
     )
 
 
-def _named(kind: str, data: Mapping[str, Any]) -> list[str]:
-    if kind == "fold":
-        return [str(x) for x in data.get("commits") or ()]
-    if kind == "tool_results_compacted" or kind == "ceiling_enforced":
-        return [str(x) for x in data.get("ids") or ()]
+def _named(event: Mapping[str, Any]) -> list[str]:
+    if (fold := event_data(event, Fold)) is not None:
+        return [str(x) for x in fold.get("commits") or ()]
+    compacted = event_data(event, ToolResultsCompacted) or event_data(event, CeilingEnforced)
+    if compacted is not None:
+        return [str(x) for x in compacted.get("ids") or ()]
     named: list[str] = []
-    for op in data.get("operations") or ():
+    edit = event_data(event, ContextEdit)
+    for op in (edit.get("operations") or ()) if edit is not None else ():
         named += [str(x) for x in [*(op.get("ids") or ()), *(op.get("widened") or ())]]
     return list(dict.fromkeys(named))
 
