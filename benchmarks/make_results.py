@@ -59,6 +59,7 @@ ORDER = [  # (file stem, what it answers, issue)
     ),
     ("recall_defaults", "Recall's defaults at 2K-32K: answers kept, budget_unreachable", 31),
     ("presets", "Each paper's preset (AdaCoM, ARC, BACM, PACE) against our defaults", 35),
+    ("managed_marking", "Managed context marked as the manager's: answers kept before/after", 35),
     ("prompt_cache_quick", "Prompt caching with recall's issue-31 defaults, before and after", 31),
     ("checkpoint_retention", "Storage per thread against turns, with and without retention", 36),
     (
