@@ -9,7 +9,7 @@ LAYERS = [
     {"_redact", "_versions", "hits", "_fts", "delta_cache", "retention"},
     {"urls", "pgconn", "_passages", "retaining"},
     {"_sqlite_migrations", "_pg_migrations"},
-    {"_base", "migrations", "_pgsearch"},
+    {"_base", "migrations", "_pgsearch", "_pgvectors"},
     {"archive", "events", "locks", "_pgtable"},
     {"postgres", "memory_index"},
     {"checkpointers"},

@@ -164,23 +164,27 @@ def chunks(items: Sequence[Item], room: int, count: Count) -> list[list[Piece]]:
 Conversation = Generator[list[BaseMessage], Any, T]
 
 
+def _advance(conversation: Conversation[T], answer: Any) -> tuple[bool, Any]:
+    """``(False, the next prompt)``, or ``(True, the result)`` once it has ended."""
+    try:
+        return False, conversation.send(answer)
+    except StopIteration as done:
+        return True, done.value
+
+
 def drive(conversation: Conversation[T], ask: Callable[[list[BaseMessage]], Any]) -> T:
     """Send each prompt ``conversation`` yields to ``ask``, and its answer back."""
-    answer: Any = None
-    try:
-        while True:
-            answer = ask(conversation.send(answer))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    done, out = _advance(conversation, None)
+    while not done:
+        done, out = _advance(conversation, ask(out))
+    return out  # type: ignore[no-any-return]
 
 
 async def adrive(
     conversation: Conversation[T], ask: Callable[[list[BaseMessage]], Awaitable[Any]]
 ) -> T:
     """Async :func:`drive`."""
-    answer: Any = None
-    try:
-        while True:
-            answer = await ask(conversation.send(answer))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    done, out = _advance(conversation, None)
+    while not done:
+        done, out = _advance(conversation, await ask(out))
+    return out  # type: ignore[no-any-return]

@@ -138,6 +138,6 @@ def test_inside_create_agent_arc_memory_gets_the_fourth_breakpoint() -> None:
             for b in m["content"]
             if isinstance(b, dict) and "cache_control" in b
         ]
-        assert marked["text"].startswith("\n(t")  # the memory's newest entry
+        assert marked["text"].startswith("\n> (t")  # the memory's newest entry
         kept = {k: v for k, v in marked.items() if k != "cache_control"}
         assert kept in after["messages"][0]["content"]  # still a block of its own

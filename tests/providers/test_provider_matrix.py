@@ -150,7 +150,7 @@ def test_every_client_accepts_arcs_memory_sent_one_block_per_entry(client: str) 
     # ARC's memory reaches the model as one content block per entry (so that
     # Anthropic's cache finds the previous call's memory at a block boundary).
     calls, entries = run_arc_session()
-    assert len(entries) >= 4 and entries[1].startswith("\n(t")
+    assert len(entries) >= 4 and entries[1].startswith("\n> (t")
     payloads = _payloads(CLIENTS[client](), calls)
     for entry in entries:
         assert _escaped(entry.strip()) in payloads[-1]
